@@ -1,0 +1,32 @@
+/* Small string helpers shared by the parsers. */
+#ifndef CADRE_STRUTIL_H
+#define CADRE_STRUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Levenshtein distance between a and b, stopping early once it exceeds
+ * limit (then returns limit + 1). For "did you mean" suggestions. */
+size_t str_edit_distance(const char *a, const char *b, size_t limit);
+
+/* Whether s (len bytes) is valid UTF-8 (no overlongs, no surrogates, no
+ * code point over U+10FFFF). When it is not, *badpos gets the offset of the
+ * first bad byte. */
+int str_valid_utf8(const char *s, size_t len, size_t *badpos);
+
+/* Line and column (both 1-based, column in characters, not bytes) of byte
+ * offset pos in text. */
+void str_line_col(const char *text, size_t len, size_t pos, size_t *line,
+    size_t *col);
+
+/* Strict decimal integer with optional sign, whole string, no spaces:
+ * 0, CADRE_ERR_INVALID or CADRE_ERR_RANGE. */
+int str_to_int64(const char *s, int64_t *out);
+/* Strict finite double ("1e-4", "0.5", "6e-3"): whole string, no spaces,
+ * no nan/inf: 0, CADRE_ERR_INVALID or CADRE_ERR_RANGE. */
+int str_to_double(const char *s, double *out);
+
+/* Whether s matches [A-Za-z0-9._-]{1,max}. */
+int str_is_name(const char *s, size_t max);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * The cadre command line: each subcommand is a table entry with its
+ * options, from which both its --help text and its option parser are made,
+ * so that the two cannot disagree.
+ */
+#ifndef CADRE_CLI_H
+#define CADRE_CLI_H
+
+#include <stdio.h>
+
+#define CLI_EXIT_OK	0
+#define CLI_EXIT_FAIL	1	/* something went wrong on our side */
+#define CLI_EXIT_USAGE	2	/* bad command line, or an invalid spec */
+
+struct cli_option {
+	const char	*name;		/* long name, without "--" */
+	int		 short_name;	/* 0: none */
+	const char	*arg;		/* name of its argument; NULL: none */
+	const char	*help;		/* one line */
+};
+
+struct cli_command;
+typedef int (*cli_run_fn)(const struct cli_command *cmd, int argc,
+    char **argv);
+
+struct cli_command {
+	const char		*name;
+	const char		*operands;	/* "FILE...", or "" */
+	const char		*summary;	/* one line, for cadre --help */
+	const char		*description;	/* paragraphs for CMD --help */
+	const struct cli_option	*options;	/* ends with { NULL }; --help is implied */
+	cli_run_fn		 run;		/* argv[0] is the command's name */
+};
+
+/* The spec commands (daemon/cmd_spec.c). */
+extern const struct cli_command cli_cmd_validate;
+extern const struct cli_command cli_cmd_plan;
+extern const struct cli_command cli_cmd_keys;
+
+/*
+ * Parses cmd's options in argv (argv[0] is the command name). For each
+ * option given, calls opt(ctx, long name, its argument or NULL); a
+ * non-zero return stops with that value. Returns the index of the first
+ * operand (options and operands may be mixed), or -1 after printing a usage
+ * error, or -2 after printing --help: the caller exits 2 or 0.
+ */
+int cli_parse(const struct cli_command *cmd, int argc, char **argv,
+    int (*opt)(void *ctx, const char *name, const char *arg), void *ctx);
+/* Prints "cadre CMD: MESSAGE" and a pointer to --help on stderr. */
+void cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void cli_help(const struct cli_command *cmd, FILE *fp);
+
+#endif
