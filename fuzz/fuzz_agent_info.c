@@ -1,0 +1,27 @@
+/* libFuzzer target: agents/NODE.json, log/rank-R.json and public key
+ * lines (what rsh and launch read from the run directory). */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libssh/libssh.h>
+
+#include "agent.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct agent_info	ai;
+	struct rank_status	rs;
+	ssh_key			key = NULL;
+	char			msg[256];
+
+	(void)agent_info_parse((const char *)data, size, &ai, msg, sizeof msg);
+	(void)rank_status_parse((const char *)data, size, &rs, msg, sizeof msg);
+	if (pubkey_parse_line((const char *)data, size, &key) == 0)
+		ssh_key_free(key);
+	return 0;
+}
