@@ -157,24 +157,3 @@ container_free_words(char **w)
 		free(w[i]);
 	free(w);
 }
-
-char *
-sh_quote(const char *s)
-{
-	struct cbuf	b;
-	const char	*p;
-
-	if (*s != '\0' && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789@%+=:,./_-") == strlen(s))
-		return xstrdup(s);
-	cbuf_init(&b, 4 * strlen(s) + 3);
-	cbuf_addc(&b, '\'');
-	for (p = s; *p != '\0'; p++) {
-		if (*p == '\'')
-			cbuf_adds(&b, "'\\''");
-		else
-			cbuf_addc(&b, *p);
-	}
-	cbuf_addc(&b, '\'');
-	return cbuf_detach(&b, NULL);
-}

@@ -45,7 +45,5 @@ char **container_exec_prefix(const struct container *c, const char *rundir,
 char **container_srun_options(const struct container *c, const char *rundir,
     size_t *n);
 void container_free_words(char **w);
-/* One word quoted for /bin/sh (for --print only; never run via a shell). */
-char *sh_quote(const char *s);
 
 #endif

@@ -5,12 +5,14 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "buf.h"
 #include "container.h"
 #include "error.h"
 #include "log.h"
@@ -45,7 +47,8 @@ cmd_wrap(int argc, char **argv)
 	};
 	struct container	  c;
 	const char		 *rundir = NULL;
-	char			  msg[1024], **pre = NULL, **av = NULL, *q;
+	char			  msg[1024], **pre = NULL, **av = NULL;
+	struct cbuf		  line;
 	size_t			  npre, i, n = 0;
 	int			  ch, print = 0, srun_opts = 0, rc = 2;
 
@@ -125,12 +128,15 @@ cmd_wrap(int argc, char **argv)
 		av[n++] = argv[ch];
 	av[n] = NULL;
 	if (print) {
+		/* For the user's eyes: nothing here is run through a shell. */
+		cbuf_init(&line, SIZE_MAX);
 		for (i = 0; i < n; i++) {
-			q = sh_quote(av[i]);
-			printf("%s%s", i ? " " : "", q);
-			free(q);
+			if (i > 0)
+				cbuf_addc(&line, ' ');
+			cbuf_add_shell_word(&line, av[i]);
 		}
-		printf("\n");
+		printf("%s\n", line.data);
+		cbuf_free(&line);
 		rc = 0;
 	} else {
 		fflush(NULL);

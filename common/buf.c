@@ -204,3 +204,30 @@ cbuf_read_file(struct cbuf *b, const char *path)
 	errno = saved;
 	return error;
 }
+
+int
+cbuf_add_shell_word(struct cbuf *b, const char *s)
+{
+	static const char	 safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789@%+:,./_-";
+	size_t			 len = strlen(s), old = b->len;
+	const char		*p;
+
+	if (len > 0 && strspn(s, safe) == len)
+		return cbuf_add(b, s, len);
+	/* '=' is not safe: a bare "a=b" first on a line is an assignment. */
+	if (cbuf_addc(b, '\'') != 0)
+		goto toolarge;
+	for (p = s; *p != '\0'; p++) {
+		if ((*p == '\'' ? cbuf_adds(b, "'\\''") : cbuf_addc(b, *p)) != 0)
+			goto toolarge;
+	}
+	if (cbuf_addc(b, '\'') != 0)
+		goto toolarge;
+	return 0;
+ toolarge:
+	b->len = old;
+	if (b->data != NULL)
+		b->data[old] = '\0';
+	return CADRE_ERR_TOO_LARGE;
+}

@@ -23,6 +23,11 @@ int cbuf_addf(struct cbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int cbuf_vaddf(struct cbuf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
+/* Appends s as one word for /bin/sh: as it is when it is not empty and
+ * holds only A-Z a-z 0-9 @ % + : , . / _ -, else single-quoted
+ * ('it'\''s'). The one way a value enters shell text. 0 or
+ * CADRE_ERR_TOO_LARGE (b unchanged). */
+int cbuf_add_shell_word(struct cbuf *b, const char *s);
 /* Hands the NUL-terminated contents to the caller (never NULL) and resets b. */
 char *cbuf_detach(struct cbuf *b, size_t *lenp);
 

@@ -44,8 +44,9 @@ run --help
 expect_rc 0 "cadre --help"
 sed -n '/^Commands:$/,/^$/p' "$tmp/out" | sed '1d;$d' | awk '{ print $1 }' |
     sort >"$tmp/listed"
-sed -n 's/^[[:space:]]*\.name = "\([a-z-]*\)",$/\1/p' "$top_srcdir"/daemon/*.c |
-    sort >"$tmp/defined"
+# The .name line right after each "const struct cli_command cli_cmd_X = {".
+sed -n '/^const struct cli_command cli_cmd_[a-z_]* = {$/{n;s/^[[:space:]]*\.name = "\([a-z-]*\)",$/\1/p;}' \
+    "$top_srcdir"/daemon/*.c | sort >"$tmp/defined"
 if [ -s "$tmp/defined" ] && cmp -s "$tmp/defined" "$tmp/listed"; then
 	pass "cadre --help lists the commands: $(tr '\n' ' ' <"$tmp/listed")"
 else

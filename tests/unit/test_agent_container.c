@@ -1,5 +1,5 @@
 /* Container wrapping: the words for apptainer/singularity and pyxis, the
- * checks on image and binds, sh_quote for --print. */
+ * checks on image and binds. */
 #include "config.h"
 
 #include <check.h>
@@ -113,28 +113,6 @@ START_TEST(test_check)
 }
 END_TEST
 
-START_TEST(test_sh_quote)
-{
-	char	*q;
-
-	q = sh_quote("plain/path-1.0");
-	ck_assert_str_eq(q, "plain/path-1.0");
-	free(q);
-	q = sh_quote("a b");
-	ck_assert_str_eq(q, "'a b'");
-	free(q);
-	q = sh_quote("it's");
-	ck_assert_str_eq(q, "'it'\\''s'");
-	free(q);
-	q = sh_quote("");
-	ck_assert_str_eq(q, "''");
-	free(q);
-	q = sh_quote("$(rm -rf /)");
-	ck_assert_str_eq(q, "'$(rm -rf /)'");
-	free(q);
-}
-END_TEST
-
 static Suite *
 container_suite(void)
 {
@@ -144,7 +122,6 @@ container_suite(void)
 	tcase_add_test(tc, test_runtimes);
 	tcase_add_test(tc, test_words);
 	tcase_add_test(tc, test_check);
-	tcase_add_test(tc, test_sh_quote);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -325,6 +325,50 @@ START_TEST(test_read_stdin)
 }
 END_TEST
 
+/* The shell form of one word, and that /bin/sh reads it back unchanged. */
+START_TEST(test_shell_word)
+{
+	static const char *const words[] = {
+		"plain/path-1.0", "a b", "it's", "", "$(rm -rf /)", "`id`",
+		"a=b", "~root", "x\ny", "'", "*", "semi;colon", "\\",
+	};
+	static const char *const forms[] = {
+		"plain/path-1.0", "'a b'", "'it'\\''s'", "''", "'$(rm -rf /)'",
+		"'`id`'", "'a=b'", "'~root'", "'x\ny'", "''\\'''", "'*'",
+		"'semi;colon'", "'\\'",
+	};
+	struct cbuf	 b, cmd;
+	size_t		 i;
+	char		 got[256];
+	FILE		*f;
+
+	for (i = 0; i < sizeof words / sizeof words[0]; i++) {
+		cbuf_init(&b, 1024);
+		ck_assert_int_eq(cbuf_add_shell_word(&b, words[i]), 0);
+		ck_assert_str_eq(b.data, forms[i]);
+		cbuf_init(&cmd, 4096);
+		ck_assert_int_eq(cbuf_adds(&cmd, "printf %s "), 0);
+		ck_assert_int_eq(cbuf_add(&cmd, b.data, b.len), 0);
+		f = popen(cmd.data, "r");
+		ck_assert_ptr_nonnull(f);
+		memset(got, 0, sizeof got);
+		(void)!fread(got, 1, sizeof got - 1, f);
+		ck_assert_int_eq(pclose(f), 0);
+		ck_assert_str_eq(got, words[i]);
+		cbuf_free(&cmd);
+		cbuf_free(&b);
+	}
+	/* Over the bound: refused, the buffer as it was. */
+	cbuf_init(&b, 8);
+	ck_assert_int_eq(cbuf_adds(&b, "ab"), 0);
+	ck_assert_int_eq(cbuf_add_shell_word(&b, "a b c d e"),
+	    CADRE_ERR_TOO_LARGE);
+	ck_assert_str_eq(b.data, "ab");
+	ck_assert_uint_eq(b.len, 2);
+	cbuf_free(&b);
+}
+END_TEST
+
 static Suite *
 buf_suite(void)
 {
@@ -343,6 +387,7 @@ buf_suite(void)
 	tcase_add_test(tc, test_read_missing_file);
 	tcase_add_test(tc, test_read_unbounded_source);
 	tcase_add_test(tc, test_read_stdin);
+	tcase_add_test(tc, test_shell_word);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,490 @@
+/* Job scripts rendered from templates; every value quoted or validated
+ * here and nowhere else (see jobscript.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "duration.h"
+#include "error.h"
+#include "jobscript.h"
+#include "spec.h"
+#include "strutil.h"
+#include "xmalloc.h"
+
+#define WORD_MAX	SPEC_MAX_WORD
+#define SLURM_SIG_MAX	65535	/* --signal's time is 16 bits */
+
+static int
+fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return CADRE_ERR_INVALID;
+}
+
+int
+jobscript_word_ok(const char *s)
+{
+	size_t	i;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	for (i = 0; s[i] != '\0'; i++) {
+		unsigned char	c = (unsigned char)s[i];
+
+		if (i >= WORD_MAX)
+			return 0;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9'))
+			continue;
+		if (strchr("._,:=+/@%^~![]{}-", c) == NULL)
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether s is an environment variable name. */
+static int
+env_name_ok(const char *s, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || len > 128 || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+/* No control characters (a path or value may hold anything else: it is
+ * quoted). */
+static int
+text_ok(const char *s, size_t max)
+{
+	size_t	i;
+
+	for (i = 0; s[i] != '\0'; i++) {
+		if (i >= max || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+void
+jobscript_from_run(const struct spec *s, const struct spec_run *r,
+    const char *run_dir, const char *job_name, const char *agent,
+    const char *trainer, struct jobscript *js)
+{
+	struct sched_job	*j = &js->job;
+	int64_t			 cpus;
+
+	(void)s;
+	memset(js, 0, sizeof *js);
+	j->run_id = spec_run_id(r);
+	j->run_dir = run_dir;
+	j->job_name = job_name;
+	j->nodes = spec_run_int(r, SPEC_K_RES_NODES);
+	j->tasks_per_node = spec_run_ranks_per_node(r);
+	j->gpus_per_node = spec_run_int(r, SPEC_K_RES_GPUS_PER_NODE);
+	j->gpu_type = spec_run_string(r, SPEC_K_RES_GPU_TYPE);
+	cpus = spec_run_int(r, SPEC_K_RES_CPUS_PER_RANK);
+	j->cpus_per_task = cpus;
+	j->memory = spec_run_is_set(r, SPEC_K_RES_MEMORY) ?
+	    spec_run_int(r, SPEC_K_RES_MEMORY) : 0;
+	j->time_limit = spec_run_int(r, SPEC_K_SCHED_TIME_LIMIT);
+	j->signal_grace = spec_run_int(r, SPEC_K_SCHED_SIGNAL_GRACE);
+	j->partition = spec_run_string(r, SPEC_K_SCHED_PARTITION);
+	j->account = spec_run_string(r, SPEC_K_SCHED_ACCOUNT);
+	j->qos = spec_run_string(r, SPEC_K_SCHED_QOS);
+	j->extra = spec_run_list(r, SPEC_K_SCHED_EXTRA, &j->nextra);
+	js->agent = agent;
+	js->trainer = trainer;
+	js->launcher = spec_run_string(r, SPEC_K_LAUNCHER);
+	js->startup_timeout = spec_run_int(r, SPEC_K_AGENT_STARTUP_TIMEOUT);
+	js->container_runtime = spec_run_string(r, SPEC_K_CONTAINER_RUNTIME);
+	js->container_image = spec_run_string(r, SPEC_K_CONTAINER_IMAGE);
+	js->binds = spec_run_list(r, SPEC_K_CONTAINER_BINDS, &js->nbinds);
+}
+
+static int
+check_word(const char *what, const char *v, char *err, size_t errlen)
+{
+	if (v == NULL || jobscript_word_ok(v))
+		return 0;
+	return fail(err, errlen, "%s: '%s' cannot be written into a job "
+	    "script's scheduler lines: use letters, digits and . _ , : = + / "
+	    "@ %% ^ ~ ! [ ] { } - only", what, v);
+}
+
+int
+jobscript_check_job(const struct sched_job *j, char *err, size_t errlen)
+{
+	size_t	i;
+	int	r;
+
+	if (j->run_id == NULL || strlen(j->run_id) != SPEC_ID_LEN ||
+	    strspn(j->run_id, "0123456789abcdef") != SPEC_ID_LEN)
+		return fail(err, errlen, "run id: expected %d hex digits",
+		    SPEC_ID_LEN);
+	if (j->run_dir == NULL || j->run_dir[0] != '/' ||
+	    !text_ok(j->run_dir, SPEC_MAX_PATH))
+		return fail(err, errlen, "run dir: expected an absolute path "
+		    "without control characters");
+	if (j->job_name == NULL || !str_is_name(j->job_name, JOBSCRIPT_NAME_MAX))
+		return fail(err, errlen, "job name: expected 1 to %d of "
+		    "A-Z a-z 0-9 . _ -", JOBSCRIPT_NAME_MAX);
+	if (j->nodes < 1 || j->nodes > 100000)
+		return fail(err, errlen, "nodes: %" PRId64 " out of range",
+		    j->nodes);
+	if (j->tasks_per_node < 1 || j->tasks_per_node > 100000)
+		return fail(err, errlen, "tasks per node: %" PRId64
+		    " out of range", j->tasks_per_node);
+	if (j->gpus_per_node < 0 || j->gpus_per_node > 1024 ||
+	    j->cpus_per_task < 0 || j->cpus_per_task > 100000 ||
+	    j->memory < 0)
+		return fail(err, errlen, "gpus, cpus or memory out of range");
+	if (j->time_limit < 60 || j->time_limit > DURATION_MAX)
+		return fail(err, errlen, "time limit: at least 1 minute");
+	if (j->signal_grace < 0 || j->signal_grace > SLURM_SIG_MAX ||
+	    (j->signal_grace > 0 && j->signal_grace >= j->time_limit))
+		return fail(err, errlen, "signal grace: %" PRId64 " s: expected "
+		    "0 to %d s and less than the time limit", j->signal_grace,
+		    SLURM_SIG_MAX);
+	if ((r = check_word("scheduler.partition", j->partition, err,
+	    errlen)) != 0 ||
+	    (r = check_word("scheduler.account", j->account, err, errlen)) != 0 ||
+	    (r = check_word("scheduler.qos", j->qos, err, errlen)) != 0 ||
+	    (r = check_word("resources.gpu_type", j->gpu_type, err,
+	    errlen)) != 0)
+		return r;
+	/* Extra words are argv words of sbatch/qsub, never script text. */
+	for (i = 0; i < j->nextra; i++) {
+		if (*j->extra[i] == '\0' || !text_ok(j->extra[i], WORD_MAX))
+			return fail(err, errlen, "scheduler.extra[%zu]: expected "
+			    "1 to %d bytes without control characters", i,
+			    WORD_MAX);
+	}
+	if (j->script != NULL && (j->script[0] != '/' ||
+	    !text_ok(j->script, SPEC_MAX_PATH)))
+		return fail(err, errlen, "job script: expected an absolute path");
+	for (i = 0; i < j->nenv; i++) {
+		const char	*eq = strchr(j->env[i], '=');
+
+		if (eq == NULL || !env_name_ok(j->env[i],
+		    (size_t)(eq - j->env[i])) || !text_ok(eq + 1, SPEC_MAX_TEXT))
+			return fail(err, errlen, "environment entry %zu: expected "
+			    "NAME=value, a variable name and no control "
+			    "characters", i);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- directives */
+
+/* Directive values are numbers or checked words: no quoting needed. */
+static void
+slurm_directives(struct cbuf *b, const struct sched_job *j)
+{
+	char	t[64];
+
+	duration_format_slurm(j->time_limit, t, sizeof t);
+	cbuf_addf(b, "#SBATCH --job-name=%s\n", j->job_name);
+	cbuf_addf(b, "#SBATCH --nodes=%" PRId64 "\n", j->nodes);
+	cbuf_addf(b, "#SBATCH --ntasks-per-node=%" PRId64 "\n",
+	    j->tasks_per_node);
+	if (j->cpus_per_task > 0)
+		cbuf_addf(b, "#SBATCH --cpus-per-task=%" PRId64 "\n",
+		    j->cpus_per_task);
+	if (j->gpus_per_node > 0) {
+		if (j->gpu_type != NULL)
+			cbuf_addf(b, "#SBATCH --gpus-per-node=%s:%" PRId64 "\n",
+			    j->gpu_type, j->gpus_per_node);
+		else
+			cbuf_addf(b, "#SBATCH --gpus-per-node=%" PRId64 "\n",
+			    j->gpus_per_node);
+	}
+	if (j->memory > 0)
+		cbuf_addf(b, "#SBATCH --mem=%" PRId64 "M\n",
+		    (j->memory + (1 << 20) - 1) >> 20);
+	cbuf_addf(b, "#SBATCH --time=%s\n", t);
+	if (j->signal_grace > 0)
+		cbuf_addf(b, "#SBATCH --signal=B:USR1@%" PRId64 "\n",
+		    j->signal_grace);
+	if (j->partition != NULL)
+		cbuf_addf(b, "#SBATCH --partition=%s\n", j->partition);
+	if (j->account != NULL)
+		cbuf_addf(b, "#SBATCH --account=%s\n", j->account);
+	if (j->qos != NULL)
+		cbuf_addf(b, "#SBATCH --qos=%s\n", j->qos);
+	cbuf_adds(b, "#SBATCH --requeue\n");
+}
+
+static void
+pbs_directives(struct cbuf *b, const struct sched_job *j)
+{
+	int64_t	ncpus = j->tasks_per_node *
+		    (j->cpus_per_task > 0 ? j->cpus_per_task : 1);
+
+	cbuf_addf(b, "#PBS -N %s\n", j->job_name);
+	cbuf_addf(b, "#PBS -l select=%" PRId64 ":ncpus=%" PRId64
+	    ":mpiprocs=%" PRId64, j->nodes, ncpus, j->tasks_per_node);
+	if (j->gpus_per_node > 0)
+		cbuf_addf(b, ":ngpus=%" PRId64, j->gpus_per_node);
+	if (j->gpu_type != NULL)
+		cbuf_addf(b, ":gpu_model=%s", j->gpu_type);
+	if (j->memory > 0)
+		cbuf_addf(b, ":mem=%" PRId64 "mb",
+		    (j->memory + (1 << 20) - 1) >> 20);
+	cbuf_adds(b, "\n#PBS -l place=scatter\n");
+	/* PBS walltime: hours may exceed 24 */
+	cbuf_addf(b, "#PBS -l walltime=%" PRId64 ":%02" PRId64 ":%02" PRId64
+	    "\n", j->time_limit / 3600, j->time_limit / 60 % 60,
+	    j->time_limit % 60);
+	if (j->partition != NULL)
+		cbuf_addf(b, "#PBS -q %s\n", j->partition);
+	if (j->account != NULL)
+		cbuf_addf(b, "#PBS -A %s\n", j->account);
+	cbuf_adds(b, "#PBS -j oe\n#PBS -r y\n");
+}
+
+/* ---------------------------------------------------------------- rendering */
+
+static void
+add_int_word(struct cbuf *b, int64_t v)
+{
+	char	n[32];
+
+	snprintf(n, sizeof n, "%" PRId64, v);
+	cbuf_add_shell_word(b, n);
+}
+
+/* The container prefix: `cadre-agent wrap ... --` as quoted words, or
+ * nothing without a container. */
+static void
+add_wrap(struct cbuf *b, const struct jobscript *js)
+{
+	size_t	i;
+
+	if (js->container_runtime == NULL ||
+	    strcmp(js->container_runtime, "none") == 0)
+		return;
+	cbuf_add_shell_word(b, js->agent);
+	cbuf_adds(b, " 'wrap' '--container' ");
+	cbuf_add_shell_word(b, js->container_runtime);
+	if (js->container_image != NULL) {
+		cbuf_adds(b, " '--image' ");
+		cbuf_add_shell_word(b, js->container_image);
+	}
+	for (i = 0; i < js->nbinds; i++) {
+		cbuf_adds(b, " '--bind' ");
+		cbuf_add_shell_word(b, js->binds[i]);
+	}
+	if (js->job.gpus_per_node > 0)
+		cbuf_adds(b, " '--nv'");
+	cbuf_adds(b, " '--run-dir' ");
+	cbuf_add_shell_word(b, js->job.run_dir);
+	cbuf_adds(b, " '--'");
+}
+
+static void
+add_env(struct cbuf *b, const struct sched_job *j)
+{
+	size_t	i;
+
+	for (i = 0; i < j->nenv; i++) {
+		const char	*eq = strchr(j->env[i], '=');
+
+		/* the name was checked by jobscript_check_job() */
+		cbuf_adds(b, "export ");
+		cbuf_add(b, j->env[i], (size_t)(eq - j->env[i]));
+		cbuf_addc(b, '=');
+		cbuf_add_shell_word(b, eq + 1);
+		cbuf_addc(b, '\n');
+	}
+}
+
+/* Replaces placeholder name (len bytes); alone: it stands alone on its
+ * line. */
+static int
+expand(struct cbuf *b, enum jobscript_kind kind, const char *name,
+    size_t len, int alone, const struct jobscript *js, char *err,
+    size_t errlen)
+{
+	const struct sched_job	*j = &js->job;
+
+#define IS(s)	(len == sizeof(s) - 1 && memcmp(name, s, len) == 0)
+	if (IS("DIRECTIVES") || IS("ENV")) {
+		if (!alone)
+			return fail(err, errlen, "template: @%.*s@ must stand "
+			    "alone on its line", (int)len, name);
+		if (IS("ENV"))
+			add_env(b, j);
+		else if (kind == JOBSCRIPT_PBS)
+			pbs_directives(b, j);
+		else
+			slurm_directives(b, j);
+	} else if (IS("WRAP"))
+		add_wrap(b, js);
+	else if (IS("RUN_ID"))
+		cbuf_add_shell_word(b, j->run_id);
+	else if (IS("RUN_DIR"))
+		cbuf_add_shell_word(b, j->run_dir);
+	else if (IS("JOB_NAME"))
+		cbuf_add_shell_word(b, j->job_name);
+	else if (IS("AGENT"))
+		cbuf_add_shell_word(b, js->agent);
+	else if (IS("TRAINER"))
+		cbuf_add_shell_word(b, js->trainer);
+	else if (IS("LAUNCHER"))
+		cbuf_add_shell_word(b, js->launcher != NULL ? js->launcher :
+		    "mpirun");
+	else if (IS("NODES"))
+		add_int_word(b, j->nodes);
+	else if (IS("TASKS_PER_NODE"))
+		add_int_word(b, j->tasks_per_node);
+	else if (IS("TIME_LIMIT"))
+		add_int_word(b, j->time_limit);
+	else if (IS("SIGNAL_GRACE"))
+		add_int_word(b, j->signal_grace);
+	else if (IS("SELF_SIGNAL"))
+		cbuf_add_shell_word(b, kind == JOBSCRIPT_SLURM ? "no" : "yes");
+	else if (IS("STARTUP_TIMEOUT")) {
+		char	d[64];
+
+		duration_format(js->startup_timeout, d, sizeof d);
+		cbuf_add_shell_word(b, d);
+	} else
+		return fail(err, errlen, "template: unknown placeholder @%.*s@",
+		    (int)len, name);
+#undef IS
+	return 0;
+}
+
+int
+jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
+    const struct jobscript *js, char **out, char *err, size_t errlen)
+{
+	struct cbuf	b;
+	size_t		i = 0, start;
+	int		r;
+
+	*out = NULL;
+	if (js->agent == NULL || js->agent[0] != '/' ||
+	    !text_ok(js->agent, SPEC_MAX_PATH) || js->trainer == NULL ||
+	    js->trainer[0] != '/' || !text_ok(js->trainer, SPEC_MAX_PATH))
+		return fail(err, errlen, "agent and trainer: expected absolute "
+		    "paths");
+	if ((r = jobscript_check_job(&js->job, err, errlen)) != 0)
+		return r;
+	/* Unbounded while rendering (the inputs are bounded), checked at the
+	 * end: a failed append could not be noticed in the middle. */
+	cbuf_init(&b, SIZE_MAX / 4);
+	while (i < len) {
+		const char	*at = memchr(tmpl + i, '@', len - i);
+		size_t		 n;
+		int		 alone;
+
+		if (at == NULL) {
+			cbuf_add(&b, tmpl + i, len - i);
+			break;
+		}
+		start = (size_t)(at - tmpl);
+		cbuf_add(&b, tmpl + i, start - i);
+		n = 1;
+		while (start + n < len && ((tmpl[start + n] >= 'A' &&
+		    tmpl[start + n] <= 'Z') || tmpl[start + n] == '_'))
+			n++;
+		if (n == 1 || start + n >= len || tmpl[start + n] != '@') {
+			/* a lone '@': text */
+			cbuf_addc(&b, '@');
+			i = start + 1;
+			continue;
+		}
+		alone = (start == 0 || tmpl[start - 1] == '\n') &&
+		    (start + n + 1 == len || tmpl[start + n + 1] == '\n');
+		if ((r = expand(&b, kind, tmpl + start + 1, n - 1, alone, js,
+		    err, errlen)) != 0)
+			goto out;
+		i = start + n + 1;
+		/* a line placeholder ends its lines itself */
+		if (alone && i < len)
+			i++;
+	}
+	if (b.len > JOBSCRIPT_MAX) {
+		r = fail(err, errlen, "job script: larger than %zu bytes",
+		    (size_t)JOBSCRIPT_MAX);
+		goto out;
+	}
+	*out = cbuf_detach(&b, NULL);
+	r = 0;
+out:
+	cbuf_free(&b);
+	return r;
+}
+
+int
+jobscript_write(enum jobscript_kind kind, const char *templates_dir,
+    const struct jobscript *js, const char *path, char *err, size_t errlen)
+{
+	struct cbuf	 t;
+	char		*tpath = NULL, *text = NULL, *tmp = NULL;
+	size_t		 n;
+	int		 fd, ok, r;
+
+	cbuf_init(&t, JOBSCRIPT_MAX);
+	xasprintf(&tpath, "%s/%s", templates_dir,
+	    kind == JOBSCRIPT_PBS ? "pbs.sh.in" : "slurm.sh.in");
+	if ((r = cbuf_read_file(&t, tpath)) != 0) {
+		fail(err, errlen, "%s: %s", tpath, r == CADRE_ERR_SYSTEM ?
+		    strerror(errno) : cadre_strerror(r));
+		goto out;
+	}
+	if ((r = jobscript_render(kind, t.data, t.len, js, &text, err,
+	    errlen)) != 0)
+		goto out;
+	xasprintf(&tmp, "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	if (fd < 0) {
+		r = fail(err, errlen, "%s: %s", tmp, strerror(errno));
+		r = CADRE_ERR_SYSTEM;
+		goto out;
+	}
+	n = strlen(text);
+	ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
+	if (close(fd) != 0)
+		ok = 0;
+	if (!ok || rename(tmp, path) != 0) {
+		fail(err, errlen, "%s: %s", path, strerror(errno));
+		(void)unlink(tmp);
+		r = CADRE_ERR_SYSTEM;
+		goto out;
+	}
+	r = 0;
+out:
+	cbuf_free(&t);
+	free(tpath);
+	free(text);
+	free(tmp);
+	return r;
+}

@@ -1,0 +1,84 @@
+/*
+ * Job scripts: etc/templates/{slurm,pbs}.sh.in rendered for one run.
+ *
+ * Every value that reaches a script goes through one of two doors in
+ * jobscript.c: cbuf_add_shell_word() (common/buf.h: one shell word) for the
+ * script's body, and jobscript_word_ok() (a conservative character set,
+ * nothing to quote) for #SBATCH/#PBS lines, which the shell never reads
+ * but sbatch and qsub parse with rules of their own. Values that may hold
+ * anything (the run dir, extra scheduler words) never go into a directive:
+ * the backend passes them to sbatch or qsub as argv words.
+ *
+ * Templates hold @NAME@ placeholders (NAME in [A-Z_]): @DIRECTIVES@ and
+ * @ENV@ alone on a line become lines; @WRAP@ becomes zero or more quoted
+ * words; any other known NAME becomes one quoted word (@SELF_SIGNAL@: yes
+ * when the script must send itself SIGUSR1 signal_grace before the time
+ * limit, as under PBS and slurmrestd). An unknown @NAME@
+ * is an error, so a template cannot leave a value unrendered.
+ */
+#ifndef CADRE_JOBSCRIPT_H
+#define CADRE_JOBSCRIPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scheduler.h"
+
+struct cbuf;
+struct spec;
+struct spec_run;
+
+#define JOBSCRIPT_MAX		((size_t)1 << 20)	/* bytes of a rendered script */
+#define JOBSCRIPT_NAME_MAX	128	/* bytes of a job name */
+#define JOBSCRIPT_ERR_MAX	512	/* bytes of an error message */
+
+enum jobscript_kind {
+	JOBSCRIPT_SLURM = 0,	/* #SBATCH lines */
+	JOBSCRIPT_PBS,		/* #PBS lines */
+	/* slurm.sh.in for slurmrestd, which reads no #SBATCH lines and
+	 * refuses "B:" signals (22.05): the script signals itself */
+	JOBSCRIPT_SLURMREST
+};
+
+/* What a script needs beyond the job's resources. Strings borrowed. */
+struct jobscript {
+	struct sched_job	 job;
+	const char		*agent;		/* cadre-agent, absolute */
+	const char		*trainer;	/* cadre-train, absolute */
+	const char		*launcher;	/* mpirun | srun */
+	int64_t			 startup_timeout;	/* seconds */
+	const char		*container_runtime;	/* none | apptainer | ... */
+	const char		*container_image;
+	char *const		*binds;
+	size_t			 nbinds;
+};
+
+/* Whether s may be written into an #SBATCH or #PBS line as it is:
+ * 1..256 bytes of A-Z a-z 0-9 and . _ , : = + / @ % ^ ~ ! [ ] { } - */
+int jobscript_word_ok(const char *s);
+
+/*
+ * Fills js from run r of spec s, for run_dir (absolute) and job_name;
+ * agent and trainer are the programs' paths. Strings are borrowed from s,
+ * r and the arguments: keep them alive while js is used.
+ */
+void jobscript_from_run(const struct spec *s, const struct spec_run *r,
+    const char *run_dir, const char *job_name, const char *agent,
+    const char *trainer, struct jobscript *js);
+
+/* Checks every value of job against what a script or a scheduler command
+ * line may take: 0, or CADRE_ERR_INVALID with a message in err. */
+int jobscript_check_job(const struct sched_job *job, char *err,
+    size_t errlen);
+
+/* Renders template text tmpl (len bytes) for js: 0 and *out (caller
+ * frees), or CADRE_ERR_INVALID / CADRE_ERR_TOO_LARGE with a message. */
+int jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
+    const struct jobscript *js, char **out, char *err, size_t errlen);
+
+/* Reads DIR/slurm.sh.in (slurm, slurm-rest) or DIR/pbs.sh.in, renders it and writes path
+ * (0700, atomically). */
+int jobscript_write(enum jobscript_kind kind, const char *templates_dir,
+    const struct jobscript *js, const char *path, char *err, size_t errlen);
+
+#endif

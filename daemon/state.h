@@ -1,0 +1,137 @@
+/*
+ * cadred's store: experiments, runs, attempts and events in one SQLite
+ * database (WAL). Every insertion is idempotent by its key (experiment
+ * id, run id, run id + attempt number), so that a daemon killed half-way
+ * through a submission and started again repeats it without duplicates:
+ * the daemon records a run (state "new") and an attempt before it calls
+ * the scheduler, and the job id right after.
+ *
+ * Functions return 0 or a negative enum cadre_err; SQLite's message for
+ * the last failure is logged. Strings handed out are the caller's to free.
+ */
+#ifndef CADRE_STATE_H
+#define CADRE_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STATE_SCHEMA_VERSION	1	/* PRAGMA user_version */
+#define STATE_ID_MAX		64	/* bytes of an experiment or run id */
+
+/* A run's life, as cadre status shows it. */
+enum run_state {
+	RUN_NEW = 0,		/* recorded, not yet handed to the scheduler */
+	RUN_QUEUED,
+	RUN_STARTING,
+	RUN_RUNNING,
+	RUN_DONE,
+	RUN_FAILED,
+	RUN_CANCELLED,
+	RUN_REQUEUED,		/* ended resumably, waiting to be resubmitted */
+	RUN_STATE_COUNT
+};
+
+const char *run_state_name(enum run_state s);	/* never NULL */
+/* 0 and *s, or CADRE_ERR_INVALID. */
+int run_state_parse(const char *name, enum run_state *s);
+int run_state_final(enum run_state s);	/* done, failed, cancelled */
+
+struct state;
+
+struct state_experiment {
+	char	*id;
+	char	*name;
+	char	*spec_file;	/* as given to cadre submit */
+	char	*spec;		/* the spec's text */
+	char	*backend;
+	double	 created;	/* Unix time */
+};
+
+struct state_run {
+	char		*id;
+	char		*experiment;
+	char		*config_id;
+	int64_t		 repeat;
+	char		*run_dir;
+	enum run_state	 state;
+	char		*reason;	/* "" when none */
+	int64_t		 attempts;	/* attempts made so far */
+	char		*job_id;	/* of the last attempt; NULL: none yet */
+	double		 updated;
+};
+
+struct state_attempt {
+	int64_t	 n;		/* 1-based */
+	char	*job_id;	/* NULL until the scheduler answered */
+	char	*state;		/* the scheduler's, sched_state_name() */
+	int64_t	 exit_code;	/* -1: not known */
+	char	*reason;
+	double	 submitted, ended;	/* 0: not yet */
+};
+
+struct state_event {
+	int64_t	 id;
+	double	 time;
+	char	*experiment;	/* NULL when not about one */
+	char	*run;		/* NULL when not about one */
+	char	*kind;
+	char	*message;
+};
+
+/* Opens (creating it, 0600) the database at path and brings its schema to
+ * STATE_SCHEMA_VERSION; CADRE_ERR_VERSION for a newer one, CADRE_ERR_IO
+ * for a file that is not a database. */
+int state_open(const char *path, struct state **out);
+void state_close(struct state *st);
+int state_schema_version(struct state *st, int64_t *v);
+
+/* Transactions (BEGIN IMMEDIATE); not nested. */
+int state_begin(struct state *st);
+int state_commit(struct state *st);
+int state_rollback(struct state *st);
+
+/* *inserted (when not NULL) says whether the row is new; an existing one
+ * is left as it is. */
+int state_add_experiment(struct state *st, const char *id, const char *name,
+    const char *spec_file, const char *spec, const char *backend,
+    int *inserted);
+int state_get_experiment(struct state *st, const char *id,
+    struct state_experiment *out);	/* CADRE_ERR_NOT_FOUND */
+void state_experiment_free(struct state_experiment *e);
+
+int state_add_run(struct state *st, const char *experiment,
+    const char *run_id, const char *config_id, int64_t repeat,
+    const char *run_dir, int *inserted);
+int state_get_run(struct state *st, const char *run_id,
+    struct state_run *out);		/* CADRE_ERR_NOT_FOUND */
+void state_run_free(struct state_run *r);
+int state_set_run_state(struct state *st, const char *run_id,
+    enum run_state s, const char *reason);
+/* Calls fn for each run of experiment (NULL: all) in run id order; a
+ * non-zero return from fn stops and is returned. */
+int state_list_runs(struct state *st, const char *experiment,
+    int (*fn)(void *ctx, const struct state_run *r), void *ctx);
+/* Runs of experiment (NULL: all) per state. */
+int state_count_runs(struct state *st, const char *experiment,
+    int64_t counts[RUN_STATE_COUNT]);
+
+/* A new attempt of run_id, numbered one past the last: *n. */
+int state_add_attempt(struct state *st, const char *run_id, int64_t *n);
+int state_set_attempt_job(struct state *st, const char *run_id, int64_t n,
+    const char *job_id);
+int state_set_attempt_state(struct state *st, const char *run_id, int64_t n,
+    const char *sched_state, int64_t exit_code, const char *reason,
+    int ended);
+int state_get_attempt(struct state *st, const char *run_id, int64_t n,
+    struct state_attempt *out);		/* CADRE_ERR_NOT_FOUND */
+void state_attempt_free(struct state_attempt *a);
+
+/* experiment and run may be NULL. */
+int state_add_event(struct state *st, const char *experiment,
+    const char *run, const char *kind, const char *message);
+/* Events of run (NULL: all) with id > after, oldest first, at most max. */
+int state_list_events(struct state *st, const char *run, int64_t after,
+    size_t max, int (*fn)(void *ctx, const struct state_event *e),
+    void *ctx);
+
+#endif

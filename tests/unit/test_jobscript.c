@@ -1,0 +1,357 @@
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "error.h"
+#include "jobscript.h"
+#include "xmalloc.h"
+
+/* Values a spec or a path could carry into a script. */
+static const char *const hostile[] = {
+	"",
+	"plain",
+	"it's",
+	"'",
+	"''",
+	"a b  c",
+	"$HOME",
+	"${HOME}",
+	"$(id)",
+	"`id`",
+	"\"double\"",
+	"back\\slash",
+	"semi;colon && echo pwned | cat > /tmp/x",
+	"glob * ? [a]",
+	"-n",
+	"tab\there",
+	"\xc3\xa9t\xc3\xa9 unicode",
+	"!history",
+	"#not a comment",
+	"~tilde",
+};
+
+static char *
+quoted(const char *s)
+{
+	struct cbuf	b;
+
+	cbuf_init(&b, 1 << 16);
+	ck_assert_int_eq(cbuf_add_shell_word(&b, s), 0);
+	return cbuf_detach(&b, NULL);
+}
+
+START_TEST(test_quote_forms)
+{
+	char	*q;
+
+	q = quoted("");
+	ck_assert_str_eq(q, "''");
+	free(q);
+	q = quoted("abc");
+	ck_assert_str_eq(q, "abc");
+	free(q);
+	q = quoted("a=b");
+	ck_assert_str_eq(q, "'a=b'");
+	free(q);
+	q = quoted("it's");
+	ck_assert_str_eq(q, "'it'\\''s'");
+	free(q);
+}
+END_TEST
+
+/* What /bin/sh makes of a quoted word is the value itself. */
+START_TEST(test_quote_round_trip)
+{
+	char	*q = quoted(hostile[_i]), *cmd = NULL, got[4096];
+	FILE	*fp;
+	size_t	 n;
+
+	xasprintf(&cmd, "printf '%%s' %s", q);
+	fp = popen(cmd, "r");
+	ck_assert_ptr_nonnull(fp);
+	n = fread(got, 1, sizeof got - 1, fp);
+	got[n] = '\0';
+	ck_assert_int_eq(pclose(fp), 0);
+	ck_assert_str_eq(got, hostile[_i]);
+	free(cmd);
+	free(q);
+}
+END_TEST
+
+START_TEST(test_word_ok)
+{
+	static const char *const good[] = { "gpu", "a100", "proj-42",
+	    "gpu,debug", "normal_qos", "x.y", "a:b=c+d/e@f%g^h~i!j[1-2]{k}" };
+	static const char *const bad[] = { "", "a b", "a\tb", "it's", "\"q\"",
+	    "back\\slash", "#x", "$HOME", "`id`", "a;b", "a&b", "a|b", "(x)",
+	    "a<b", "a>b", "caf\xc3\xa9", "new\nline" };
+	char	long_word[300];
+	size_t	i;
+
+	for (i = 0; i < sizeof good / sizeof good[0]; i++)
+		ck_assert_msg(jobscript_word_ok(good[i]), "%s", good[i]);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(!jobscript_word_ok(bad[i]), "%s", bad[i]);
+	ck_assert(!jobscript_word_ok(NULL));
+	memset(long_word, 'a', sizeof long_word - 1);
+	long_word[sizeof long_word - 1] = '\0';
+	ck_assert(!jobscript_word_ok(long_word));
+	long_word[256] = '\0';
+	ck_assert(jobscript_word_ok(long_word));
+}
+END_TEST
+
+static void
+sample(struct jobscript *js)
+{
+	memset(js, 0, sizeof *js);
+	js->job.run_id = "0123456789ab";
+	js->job.run_dir = "/scratch/runs/0123456789ab";
+	js->job.job_name = "cadre-exp-0123456789ab";
+	js->job.nodes = 2;
+	js->job.tasks_per_node = 8;
+	js->job.gpus_per_node = 8;
+	js->job.gpu_type = "a100";
+	js->job.cpus_per_task = 6;
+	js->job.memory = (int64_t)64 << 30;
+	js->job.time_limit = 3600;
+	js->job.signal_grace = 120;
+	js->job.partition = "gpu";
+	js->job.account = "proj42";
+	js->job.script = "/scratch/runs/0123456789ab/job.sh";
+	js->agent = "/usr/bin/cadre-agent";
+	js->trainer = "/usr/bin/cadre-train";
+	js->launcher = "mpirun";
+	js->startup_timeout = 180;
+	js->container_runtime = "none";
+}
+
+START_TEST(test_check_job)
+{
+	static char *const bad_env[] = { (char *)"1X=a" };
+	static char *const bad_env2[] = { (char *)"NOEQUALS" };
+	static char *const ctl_env[] = { (char *)"X=a\nb" };
+	static char *const ctl_extra[] = { (char *)"--x=\n" };
+	struct jobscript	js;
+	char			err[JOBSCRIPT_ERR_MAX];
+
+	sample(&js);
+	ck_assert_int_eq(jobscript_check_job(&js.job, err, sizeof err), 0);
+#define BAD(field, value) do {						\
+	sample(&js);							\
+	js.job.field = value;						\
+	ck_assert_int_eq(jobscript_check_job(&js.job, err, sizeof err),	\
+	    CADRE_ERR_INVALID);						\
+} while (0)
+	BAD(run_id, "0123456789AB");
+	BAD(run_id, "0123");
+	BAD(run_id, NULL);
+	BAD(run_dir, "relative/dir");
+	BAD(run_dir, "/a\nb");
+	BAD(job_name, "has space");
+	BAD(job_name, "a'b");
+	BAD(nodes, 0);
+	BAD(tasks_per_node, 0);
+	BAD(time_limit, 59);
+	BAD(signal_grace, 3600);
+	BAD(signal_grace, 70000);
+	BAD(partition, "gpu debug");
+	BAD(account, "a#b");
+	BAD(qos, "$(id)");
+	BAD(gpu_type, "a100'");
+	BAD(script, "job.sh");
+#undef BAD
+	ck_assert(strstr(err, "scheduler") == NULL);	/* last: the script */
+	sample(&js);
+	js.job.partition = "gpu debug";
+	jobscript_check_job(&js.job, err, sizeof err);
+	ck_assert_msg(strstr(err, "scheduler.partition") != NULL, "%s", err);
+
+	sample(&js);
+	js.job.env = bad_env;
+	js.job.nenv = 1;
+	ck_assert_int_ne(jobscript_check_job(&js.job, err, sizeof err), 0);
+	js.job.env = bad_env2;
+	ck_assert_int_ne(jobscript_check_job(&js.job, err, sizeof err), 0);
+	js.job.env = ctl_env;
+	ck_assert_int_ne(jobscript_check_job(&js.job, err, sizeof err), 0);
+	sample(&js);
+	js.job.extra = ctl_extra;
+	js.job.nextra = 1;
+	ck_assert_int_ne(jobscript_check_job(&js.job, err, sizeof err), 0);
+}
+END_TEST
+
+static char *
+render(enum jobscript_kind kind, const char *tmpl, const struct jobscript *js,
+    int expect)
+{
+	char	*out = NULL, err[JOBSCRIPT_ERR_MAX] = "";
+	int	 r;
+
+	r = jobscript_render(kind, tmpl, strlen(tmpl), js, &out, err,
+	    sizeof err);
+	ck_assert_msg(r == expect, "render: %d (%s)", r, err);
+	if (r != 0)
+		ck_assert_ptr_null(out);
+	return out;
+}
+
+START_TEST(test_render_directives)
+{
+	struct jobscript	 js;
+	char			*out;
+
+	sample(&js);
+	out = render(JOBSCRIPT_SLURM, "#!/bin/bash\n@DIRECTIVES@\necho x\n",
+	    &js, 0);
+	ck_assert_str_eq(out, "#!/bin/bash\n"
+	    "#SBATCH --job-name=cadre-exp-0123456789ab\n"
+	    "#SBATCH --nodes=2\n"
+	    "#SBATCH --ntasks-per-node=8\n"
+	    "#SBATCH --cpus-per-task=6\n"
+	    "#SBATCH --gpus-per-node=a100:8\n"
+	    "#SBATCH --mem=65536M\n"
+	    "#SBATCH --time=01:00:00\n"
+	    "#SBATCH --signal=B:USR1@120\n"
+	    "#SBATCH --partition=gpu\n"
+	    "#SBATCH --account=proj42\n"
+	    "#SBATCH --requeue\n"
+	    "echo x\n");
+	free(out);
+	js.job.time_limit = 2 * 86400 + 3600;
+	out = render(JOBSCRIPT_PBS, "@DIRECTIVES@\n", &js, 0);
+	ck_assert_str_eq(out,
+	    "#PBS -N cadre-exp-0123456789ab\n"
+	    "#PBS -l select=2:ncpus=48:mpiprocs=8:ngpus=8:gpu_model=a100:mem=65536mb\n"
+	    "#PBS -l place=scatter\n"
+	    "#PBS -l walltime=49:00:00\n"
+	    "#PBS -q gpu\n"
+	    "#PBS -A proj42\n"
+	    "#PBS -j oe\n#PBS -r y\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(test_render_template_errors)
+{
+	struct jobscript	 js;
+	char			*out;
+
+	sample(&js);
+	render(JOBSCRIPT_SLURM, "x=@NOPE@\n", &js, CADRE_ERR_INVALID);
+	render(JOBSCRIPT_SLURM, "# @DIRECTIVES@\n", &js, CADRE_ERR_INVALID);
+	render(JOBSCRIPT_SLURM, "x=@ENV@\n", &js, CADRE_ERR_INVALID);
+	/* '@' that is not a placeholder stays */
+	out = render(JOBSCRIPT_SLURM, "a@b @ x@ @lower@ @\n", &js, 0);
+	ck_assert_str_eq(out, "a@b @ x@ @lower@ @\n");
+	free(out);
+	out = render(JOBSCRIPT_SLURM, "n=@NODES@ d=@RUN_DIR@", &js, 0);
+	ck_assert_str_eq(out, "n=2 d=/scratch/runs/0123456789ab");
+	free(out);
+	js.agent = "relative";
+	render(JOBSCRIPT_SLURM, "x\n", &js, CADRE_ERR_INVALID);
+}
+END_TEST
+
+/* Hostile values through a rendered script and bash: bash -n accepts it,
+ * and running it prints every value back unchanged. */
+START_TEST(test_render_hostile)
+{
+	static const char tmpl[] = "#!/bin/bash\n@DIRECTIVES@\n@ENV@\n"
+	    "printf '%s\\n' @RUN_DIR@ @AGENT@ @TRAINER@ \"$HOSTILE\"\n"
+	    "printf '<%s>\\n' @WRAP@\n";
+	struct jobscript	 js;
+	char			*out, path[] = "/tmp/test_jobscript.XXXXXX";
+	char			*cmd = NULL, *env = NULL, got[16384], *expect;
+	char			*envs[1], *binds[2];
+	const char		*v = hostile[_i];
+	struct cbuf		 e;
+	FILE			*fp;
+	size_t			 n;
+	int			 fd;
+
+	if (strchr(v, '\t') != NULL)	/* control characters are refused */
+		return;
+	sample(&js);
+	xasprintf(&env, "HOSTILE=%s", v);
+	envs[0] = env;
+	js.job.env = envs;
+	js.job.nenv = 1;
+	xasprintf((char **)&js.job.run_dir, "/tmp/run %s", v);
+	xasprintf((char **)&js.agent, "/opt/%s/cadre-agent", v);
+	xasprintf((char **)&js.trainer, "/opt/%s/cadre-train", v);
+	js.container_runtime = "apptainer";
+	js.container_image = v;
+	binds[0] = (char *)v;
+	binds[1] = (char *)"/scratch";
+	js.binds = binds;
+	js.nbinds = 2;
+	out = render(JOBSCRIPT_SLURM, tmpl, &js, 0);
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+	close(fd);
+	xasprintf(&cmd, "bash -n %s", path);
+	ck_assert_msg(system(cmd) == 0, "bash -n failed for '%s':\n%s", v, out);
+	free(cmd);
+	xasprintf(&cmd, "bash %s", path);
+	fp = popen(cmd, "r");
+	n = fread(got, 1, sizeof got - 1, fp);
+	got[n] = '\0';
+	ck_assert_int_eq(pclose(fp), 0);
+	unlink(path);
+
+	cbuf_init(&e, 1 << 16);
+	cbuf_addf(&e, "%s\n%s\n%s\n%s\n", js.job.run_dir, js.agent,
+	    js.trainer, v);
+	cbuf_addf(&e, "<%s>\n<wrap>\n<--container>\n<apptainer>\n<--image>\n"
+	    "<%s>\n<--bind>\n<%s>\n<--bind>\n</scratch>\n<--nv>\n"
+	    "<--run-dir>\n<%s>\n<-->\n", js.agent, v, v, js.job.run_dir);
+	expect = cbuf_detach(&e, NULL);
+	ck_assert_str_eq(got, expect);
+	free(expect);
+	free(cmd);
+	free(env);
+	free((char *)js.job.run_dir);
+	free((char *)js.agent);
+	free((char *)js.trainer);
+	free(out);
+}
+END_TEST
+
+static Suite *
+jobscript_suite(void)
+{
+	Suite	*s = suite_create("jobscript");
+	TCase	*tc = tcase_create("core");
+	int	 nh = (int)(sizeof hostile / sizeof hostile[0]);
+
+	tcase_add_test(tc, test_quote_forms);
+	tcase_add_loop_test(tc, test_quote_round_trip, 0, nh);
+	tcase_add_test(tc, test_word_ok);
+	tcase_add_test(tc, test_check_job);
+	tcase_add_test(tc, test_render_directives);
+	tcase_add_test(tc, test_render_template_errors);
+	tcase_add_loop_test(tc, test_render_hostile, 0, nh);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner	*sr = srunner_create(jobscript_suite());
+	int	 failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
