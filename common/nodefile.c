@@ -29,24 +29,11 @@ nf_isspace(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-static uint64_t
-nf_hash(const char *s, size_t len)
-{
-	uint64_t	h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-	size_t		i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static void
 nf_table_insert(struct nf_table *t, const struct nodefile *nf, size_t idx)
 {
 	const char	*name = nf->hosts[idx].name;
-	size_t		 b = (size_t)nf_hash(name, strlen(name)) & (t->size - 1);
+	size_t		 b = (size_t)str_hash(name, strlen(name)) & (t->size - 1);
 
 	while (t->slots[b] != 0)
 		b = (b + 1) & (t->size - 1);
@@ -70,7 +57,7 @@ static size_t
 nf_table_find(const struct nf_table *t, const struct nodefile *nf,
     const char *s, size_t len)
 {
-	size_t		b = (size_t)nf_hash(s, len) & (t->size - 1), i;
+	size_t		b = (size_t)str_hash(s, len) & (t->size - 1), i;
 	const char	*name;
 
 	while ((i = t->slots[b]) != 0) {

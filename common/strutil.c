@@ -227,3 +227,20 @@ str_is_name(const char *s, size_t max)
 	}
 	return n > 0;
 }
+
+uint32_t
+str_hash(const void *s, size_t len)
+{
+	const unsigned char	*p = s;
+	uint32_t		 h = 2166136261u;
+	size_t			 i;
+
+	for (i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	return h;
+}

@@ -26,6 +26,11 @@ int str_to_int64(const char *s, int64_t *out);
  * no nan/inf: 0, CADRE_ERR_INVALID or CADRE_ERR_RANGE. */
 int str_to_double(const char *s, double *out);
 
+/* A 32-bit hash of len bytes for hash tables (FNV-1a with a final mix so
+ * that the low bits index well); not for anything an attacker chooses
+ * the keys of and the table must stay fast for. */
+uint32_t str_hash(const void *s, size_t len);
+
 /* Whether s matches [A-Za-z0-9._-]{1,max}. */
 int str_is_name(const char *s, size_t max);
 

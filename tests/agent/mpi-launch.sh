@@ -55,6 +55,10 @@ for i in 1 2 3 4; do eval "wait_exit 10 \$pid_node$i" || fail "agent node$i did 
 rm -f "$rd/status.json"
 # node4 starts 1.5 s after launch: waited for, not a failure.
 for i in 1 2 3; do start_agent "$rd" node$i 127.0.1.$i; done
+# Empty the output files here: the redirections below happen in the
+# background child, which may start after wait_for first looks, and an
+# earlier launch's lines must not count.
+: >"$work/out"; : >"$work/err"
 # shellcheck disable=SC2086
 "$agent" launch --run-dir "$rd" --nodes 'node[1-4]' --term-grace 20s \
 	--startup-timeout 20s $mpi -- "$hello" --signals >"$work/out" 2>"$work/err" &
@@ -80,6 +84,7 @@ ok "SIGTERM to launch: every rank gets SIGTERM, status preempted (5), resumable"
 for i in 1 2 3 4; do eval "wait_exit 10 \$pid_node$i" || fail "agent node$i did not stop"; done
 rm -f "$rd/status.json"
 for i in 1 2 3 4; do start_agent "$rd" node$i 127.0.1.$i; done
+: >"$work/out"; : >"$work/err"
 # shellcheck disable=SC2086
 "$agent" launch --run-dir "$rd" --nodes 'node[1-4]' --startup-timeout 20s \
 	$mpi -- "$hello" --signals >"$work/out" 2>"$work/err" &

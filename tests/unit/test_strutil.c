@@ -3,6 +3,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +264,27 @@ START_TEST(test_is_name)
 }
 END_TEST
 
+/* Equal bytes hash equal; the hash spreads nearby keys over the low bits. */
+START_TEST(test_hash)
+{
+	unsigned	seen[64] = { 0 };
+	char		key[32];
+	int		i, used = 0;
+
+	ck_assert_uint_eq(str_hash("node01", 6), str_hash("node01xyz", 6));
+	ck_assert_uint_ne(str_hash("node01", 6), str_hash("node02", 6));
+	ck_assert_uint_eq(str_hash("", 0), str_hash("abc", 0));
+	for (i = 0; i < 64; i++) {
+		snprintf(key, sizeof key, "node%02d", i);
+		seen[str_hash(key, strlen(key)) & 63]++;
+	}
+	for (i = 0; i < 64; i++)
+		used += seen[i] > 0;
+	/* 64 keys into 64 buckets: a fair hash fills about 40 of them. */
+	ck_assert_int_ge(used, 32);
+}
+END_TEST
+
 static Suite *
 strutil_suite(void)
 {
@@ -276,6 +298,7 @@ strutil_suite(void)
 	tcase_add_test(tc, test_int64);
 	tcase_add_test(tc, test_double);
 	tcase_add_test(tc, test_is_name);
+	tcase_add_test(tc, test_hash);
 	suite_add_tcase(s, tc);
 	return s;
 }
