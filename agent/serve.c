@@ -221,6 +221,38 @@ serve_stop_sessions(struct serve *sv, int sig)
 		serve_reap(sv);
 }
 
+/*
+ * Open MPI's daemons keep their session directories under a tmpdir base,
+ * /tmp by default. Several agents on one machine (the local backend, the
+ * tests) make their orteds race for the same directories there ("mkdir:
+ * File exists", orte_init fails); a base of each node's own keeps them
+ * apart, and costs nothing on a cluster where each node has its own /tmp.
+ * A base the user set is kept. Returns the directory made, or NULL.
+ */
+static char *
+ompi_tmpdir(const char *node)
+{
+	const char	*tmp = getenv("TMPDIR");
+	struct stat	 st;
+	char		*base;
+
+	if (getenv("OMPI_MCA_orte_tmpdir_base") != NULL)
+		return NULL;
+	xasprintf(&base, "%s/cadre-ompi.%u.%s", tmp != NULL && *tmp == '/' ?
+	    tmp : "/tmp", (unsigned)getuid(), node);
+	/* Someone else's directory, or a link, at that name is not used. */
+	if ((mkdir(base, 0700) == -1 && errno != EEXIST) ||
+	    lstat(base, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != getuid() || (st.st_mode & 077) != 0) {
+		log_warn("%s: not usable for Open MPI's session directories; "
+		    "ranks of several nodes on this machine may collide", base);
+		free(base);
+		return NULL;
+	}
+	setenv("OMPI_MCA_orte_tmpdir_base", base, 1);
+	return base;
+}
+
 int
 cmd_serve(int argc, char **argv)
 {
@@ -243,6 +275,7 @@ cmd_serve(int argc, char **argv)
 	enum log_level		 level;
 	const char		*rundir_opt = NULL, *node = NULL, *addr = NULL;
 	char			 msg[1024], host[256], *b64 = NULL, *agents;
+	char			*ompi_tmp = NULL;
 	int64_t			 v, grace = 30;
 	int			 c, port = 0, sp[2], stop = 0, rc = 1;
 	unsigned char		 sig;
@@ -365,6 +398,7 @@ cmd_serve(int argc, char **argv)
 	/* What commands see: which node they are on, which run. */
 	setenv("CADRE_NODE", sv.info.node, 1);
 	setenv("CADRE_RUN_DIR", sv.rundir, 1);
+	ompi_tmp = ompi_tmpdir(sv.info.node);
 
 	agents = rundir_path(sv.rundir, RUNDIR_AGENTS);
 	c = rundir_mkdir_private(agents, msg, sizeof msg);
@@ -419,6 +453,10 @@ cmd_serve(int argc, char **argv)
 	serve_stop_sessions(&sv, SIGTERM);
 	rc = 0;
  out:
+	if (ompi_tmp != NULL) {
+		(void)rmdir(ompi_tmp);	/* Open MPI removes what it made in it */
+		free(ompi_tmp);
+	}
 	if (sv.json_path != NULL)
 		unlink(sv.json_path);
 	if (sv.lfd >= 0)

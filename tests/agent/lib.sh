@@ -44,10 +44,11 @@ wait_for() {
 }
 
 # start_agent RUNDIR NODE ADDR [OPTIONS...]: starts serve in the background
-# (log in $work/NODE.log) and waits for its agents/NODE.json.
+# (log in $work/NODE.log) and waits for its agents/NODE.json. TMPDIR is
+# the test's own, so that the per-node Open MPI directories go with it.
 start_agent() {
 	_rd=$1; _node=$2; _addr=$3; shift 3
-	"$agent" serve --run-dir "$_rd" --node "$_node" --addr "$_addr" \
+	TMPDIR=$work "$agent" serve --run-dir "$_rd" --node "$_node" --addr "$_addr" \
 		--idle-timeout 2m "$@" >"$work/$_node.log" 2>&1 &
 	_pid=$!
 	pids="$pids $_pid"
