@@ -32,6 +32,7 @@
 #include "hostlist.h"
 #include "json.h"
 #include "log.h"
+#include "sigpipe.h"
 #include "nodefile.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -71,19 +72,6 @@ struct launch {
 	size_t		*pending;
 	size_t		 npending;
 };
-
-static volatile sig_atomic_t launch_sig_wfd = -1;
-
-static void
-launch_on_signal(int sig)
-{
-	unsigned char	c = (unsigned char)sig;
-	int		saved = errno;
-
-	if (launch_sig_wfd >= 0)
-		(void)!write(launch_sig_wfd, &c, 1);
-	errno = saved;
-}
 
 static void
 launch_usage(FILE *f)
@@ -598,10 +586,8 @@ cmd_launch(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct launch	 l;
-	struct sigaction sa;
 	struct cbuf	 lostnames;
 	json_t		*lost = NULL;
-	int		 sp[2] = { -1, -1 };
 	const char	*rundir_opt = NULL, *hostlist = NULL, *nodefile = NULL;
 	const char	*mpirun = MPIRUN_PATH, *mpi_args[LAUNCH_MPI_ARGS_MAX];
 	const char	*failed_node;
@@ -758,19 +744,9 @@ cmd_launch(int argc, char **argv)
 
 	/* Signals go through a pipe from here on: during the wait and while
 	 * mpirun runs. */
-	if (pipe2(sp, O_CLOEXEC | O_NONBLOCK) == -1)
+	if ((l.sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP,
+	    SIGUSR1, SIGCHLD }, 5)) == -1)
 		fatal("pipe");
-	l.sigfd = sp[0];
-	launch_sig_wfd = sp[1];
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = launch_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGCHLD, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	/* 1. Every agent published and answering with its pinned key. */
 	t0 = now_mono();
@@ -1004,10 +980,6 @@ cmd_launch(int argc, char **argv)
 	free(l.rundir);
 	free(hostfile);
 	pthread_mutex_destroy(&l.mu);
-	launch_sig_wfd = -1;
-	if (sp[0] >= 0)
-		close(sp[0]);
-	if (sp[1] >= 0)
-		close(sp[1]);
+	sigpipe_close();
 	return rc;
 }

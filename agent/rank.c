@@ -27,6 +27,7 @@
 #include "error.h"
 #include "json.h"
 #include "log.h"
+#include "sigpipe.h"
 #include "strutil.h"
 #include "xmalloc.h"
 
@@ -38,19 +39,6 @@ struct stream {
 	const char	*label;		/* "" or " stderr" */
 	struct cbuf	 line;
 };
-
-static volatile sig_atomic_t rank_sig_wfd = -1;
-
-static void
-rank_on_signal(int sig)
-{
-	unsigned char	c = (unsigned char)sig;
-	int		saved = errno;
-
-	if (rank_sig_wfd >= 0)
-		(void)!write(rank_sig_wfd, &c, 1);
-	errno = saved;
-}
 
 static void
 put_all(int fd, const char *p, size_t len)
@@ -158,11 +146,10 @@ cmd_rank(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct stream		 st[2];
-	struct sigaction	 sa;
 	struct pollfd		 pfd[3];
 	const char		*rundir_opt = NULL, *rundir, *node;
 	char			 host[256], tag[512], *path = NULL, *rel;
-	int			 c, i, rank, logfd = -1, sp[2], out[2], err[2];
+	int			 c, i, rank, logfd = -1, sigfd, out[2], err[2];
 	int			 status = 0, open_streams = 2, rc;
 	unsigned char		 sig;
 	pid_t			 pid;
@@ -212,19 +199,10 @@ cmd_rank(int argc, char **argv)
 		path = NULL;
 	}
 
-	if (pipe2(sp, O_CLOEXEC | O_NONBLOCK) == -1 ||
+	if ((sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP,
+	    SIGUSR1, SIGUSR2 }, 5)) == -1 ||
 	    pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1)
 		fatal("pipe");
-	rank_sig_wfd = sp[1];
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = rank_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGUSR2, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	if ((pid = fork()) == -1)
 		fatal("fork");
@@ -263,12 +241,12 @@ cmd_rank(int argc, char **argv)
 	while (open_streams > 0) {
 		pfd[0].fd = st[0].fd;
 		pfd[1].fd = st[1].fd;
-		pfd[2].fd = sp[0];
+		pfd[2].fd = sigfd;
 		for (i = 0; i < 3; i++)
 			pfd[i].events = POLLIN;
 		if (poll(pfd, 3, -1) == -1 && errno != EINTR)
 			fatal("poll");
-		while (read(sp[0], &sig, 1) == 1)
+		while (read(sigfd, &sig, 1) == 1)
 			kill(pid, sig == SIGUSR2 ? SIGTERM : sig);
 		for (i = 0; i < 2; i++) {
 			if (st[i].fd >= 0 && (pfd[i].revents & (POLLIN |
@@ -283,7 +261,7 @@ cmd_rank(int argc, char **argv)
 	while (waitpid(pid, &status, 0) == -1) {
 		if (errno != EINTR)
 			fatal("waitpid");
-		while (read(sp[0], &sig, 1) == 1)
+		while (read(sigfd, &sig, 1) == 1)
 			kill(pid, sig == SIGUSR2 ? SIGTERM : sig);
 	}
 

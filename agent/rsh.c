@@ -23,6 +23,7 @@
 #include "buf.h"
 #include "error.h"
 #include "log.h"
+#include "sigpipe.h"
 #include "xmalloc.h"
 
 #define RSH_TIMEOUT_MS	10000
@@ -41,19 +42,6 @@ struct rsh {
 	int					 signals;
 	const char				*host;
 };
-
-static volatile sig_atomic_t rsh_sig_wfd = -1;
-
-static void
-rsh_on_signal(int sig)
-{
-	unsigned char	c = (unsigned char)sig;
-	int		saved = errno;
-
-	if (rsh_sig_wfd >= 0)
-		(void)!write(rsh_sig_wfd, &c, 1);
-	errno = saved;
-}
 
 static void
 rsh_usage(FILE *f)
@@ -215,12 +203,10 @@ cmd_rsh(int argc, char **argv)
 	};
 	struct rsh		 r;
 	struct agent_info	 ai;
-	struct sigaction	 sa;
 	struct cbuf		 cmd;
 	const char		*rundir_opt = NULL, *rundir;
 	char			 msg[1024], *keyfile = NULL;
 	int			 c, i, no_stdin = 0, use_shell = 0;
-	int			 sp[2] = { -1, -1 };
 	int			 rc = RSH_EXIT_CONNECT, error;
 
 	memset(&r, 0, sizeof r);
@@ -314,17 +300,9 @@ cmd_rsh(int argc, char **argv)
 		goto out;
 	}
 
-	if (pipe2(sp, O_CLOEXEC | O_NONBLOCK) == -1)
+	if ((r.sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP },
+	    3)) == -1)
 		fatal("pipe");
-	r.sigfd = sp[0];
-	rsh_sig_wfd = sp[1];
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = rsh_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	if ((r.event = ssh_event_new()) == NULL ||
 	    ssh_event_add_session(r.event, r.ssh) != SSH_OK ||
@@ -373,11 +351,7 @@ cmd_rsh(int argc, char **argv)
 		ssh_disconnect(r.ssh);
 		ssh_free(r.ssh);
 	}
-	rsh_sig_wfd = -1;
-	if (sp[0] >= 0)
-		close(sp[0]);
-	if (sp[1] >= 0)
-		close(sp[1]);
+	sigpipe_close();
 	free(keyfile);
 	cbuf_free(&cmd);
 	return rc;

@@ -28,6 +28,7 @@
 #include "duration.h"
 #include "error.h"
 #include "log.h"
+#include "sigpipe.h"
 #include "strutil.h"
 #include "xmalloc.h"
 
@@ -50,19 +51,6 @@ struct serve {
 	char			*status_path;
 	int			 sigfd;
 };
-
-static volatile sig_atomic_t serve_sig_wfd = -1;
-
-static void
-serve_on_signal(int sig)
-{
-	unsigned char	c = (unsigned char)sig;
-	int		saved = errno;
-
-	if (serve_sig_wfd >= 0)
-		(void)!write(serve_sig_wfd, &c, 1);
-	errno = saved;
-}
 
 static void
 serve_usage(FILE *f)
@@ -191,8 +179,7 @@ serve_accept(struct serve *sv)
 	}
 	if (pid == 0) {
 		close(sv->lfd);
-		close(sv->sigfd);
-		serve_sig_wfd = -1;
+		sigpipe_close();	/* the session opens its own */
 		rc = session_run(fd, &sv->scfg);
 		_exit(rc == 0 ? 0 : 1);
 	}
@@ -269,7 +256,6 @@ cmd_serve(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct serve		 sv;
-	struct sigaction	 sa;
 	struct pollfd		 pfd[2];
 	struct stat		 st;
 	enum log_level		 level;
@@ -277,7 +263,7 @@ cmd_serve(int argc, char **argv)
 	char			 msg[1024], host[256], *b64 = NULL, *agents;
 	char			*ompi_tmp = NULL;
 	int64_t			 v, grace = 30;
-	int			 c, port = 0, sp[2], stop = 0, rc = 1;
+	int			 c, port = 0, stop = 0, rc = 1;
 	unsigned char		 sig;
 	ssh_key			 hostkey = NULL, clientpub = NULL;
 
@@ -380,18 +366,9 @@ cmd_serve(int argc, char **argv)
 	sv.scfg.login_grace = (int)grace;
 	sv.kids = xcalloc((size_t)sv.maxkids, sizeof *sv.kids);
 
-	if (pipe2(sp, O_CLOEXEC | O_NONBLOCK) == -1)
+	if ((sv.sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP,
+	    SIGCHLD }, 4)) == -1)
 		fatal("pipe");
-	sv.sigfd = sp[0];
-	serve_sig_wfd = sp[1];
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = serve_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGCHLD, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	if (serve_listen(&sv, addr, port) != 0)
 		goto out;

@@ -29,6 +29,7 @@
 #include "error.h"
 #include "json.h"
 #include "log.h"
+#include "sigpipe.h"
 #include "xmalloc.h"
 
 #define SESSION_AUTH_TRIES	6	/* refused attempts before hanging up */
@@ -116,20 +117,6 @@ struct session {
 	int		 paused[2];	/* stdout, stderr: waiting for window */
 	int		 sigfd;		/* read end of the signal pipe */
 };
-
-/* The write end of the signal pipe: the one thing a handler may touch. */
-static volatile sig_atomic_t session_sig_wfd = -1;
-
-static void
-session_on_signal(int sig)
-{
-	unsigned char	c = (unsigned char)sig;
-	int		saved = errno;
-
-	if (session_sig_wfd >= 0)
-		(void)!write(session_sig_wfd, &c, 1);
-	errno = saved;
-}
 
 static int
 cb_auth_pubkey(ssh_session s, const char *user, struct ssh_key_struct *key,
@@ -603,11 +590,10 @@ int
 session_run(int fd, const struct session_config *cfg)
 {
 	struct session		 se;
-	struct sigaction	 sa;
 	ssh_bind		 bind = NULL;
 	ssh_key			 hostkey;
 	bool			 no = false;
-	int			 sp[2] = { -1, -1 }, rc, error = CADRE_ERR_PROTOCOL;
+	int			 rc, error = CADRE_ERR_PROTOCOL;
 	int			 i;
 
 	memset(&se, 0, sizeof se);
@@ -619,18 +605,9 @@ session_run(int fd, const struct session_config *cfg)
 	 * half-open client's process, and only that one. */
 	alarm((unsigned)cfg->login_grace);
 
-	if (pipe2(sp, O_CLOEXEC | O_NONBLOCK) == -1)
+	if ((se.sigfd = sigpipe_open((const int[]){ SIGCHLD, SIGTERM, SIGINT,
+	    SIGHUP }, 4)) == -1)
 		goto out;
-	se.sigfd = sp[0];
-	session_sig_wfd = sp[1];
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = session_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGCHLD, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	if ((se.ssh = ssh_new()) == NULL || (bind = ssh_bind_new()) == NULL)
 		goto out;
