@@ -128,6 +128,23 @@ agent_info_parse(const char *text, size_t len, struct agent_info *ai,
 	return error;
 }
 
+/* Reads path into b (its bound set by the caller), with a message that
+ * names the file on failure. */
+static int
+read_bounded(const char *path, struct cbuf *b, char *msg, size_t msglen)
+{
+	int	error;
+
+	if ((error = cbuf_read_file(b, path)) == 0)
+		return 0;
+	if (error == CADRE_ERR_SYSTEM && errno == ENOENT)
+		error = CADRE_ERR_NOT_FOUND;
+	snprintf(msg, msglen, "%s: %s", path,
+	    error == CADRE_ERR_TOO_LARGE ? "larger than the bound" :
+	    error == CADRE_ERR_NOT_FOUND ? "no such file" : strerror(errno));
+	return error;
+}
+
 int
 agent_info_load(const char *path, struct agent_info *ai, char *msg,
     size_t msglen)
@@ -138,15 +155,8 @@ agent_info_load(const char *path, struct agent_info *ai, char *msg,
 
 	memset(ai, 0, sizeof *ai);
 	cbuf_init(&b, AGENT_INFO_MAX);
-	if ((error = cbuf_read_file(&b, path)) != 0) {
-		if (error == CADRE_ERR_SYSTEM && errno == ENOENT)
-			error = CADRE_ERR_NOT_FOUND;
-		snprintf(msg, msglen, "%s: %s", path,
-		    error == CADRE_ERR_TOO_LARGE ? "larger than the bound" :
-		    error == CADRE_ERR_NOT_FOUND ? "no such file" :
-		    strerror(errno));
+	if ((error = read_bounded(path, &b, msg, msglen)) != 0)
 		goto out;
-	}
 	if ((error = agent_info_parse(b.data, b.len, ai, inner,
 	    sizeof inner)) != 0)
 		snprintf(msg, msglen, "%s: %s", path, inner);
@@ -327,15 +337,8 @@ rank_status_load(const char *path, struct rank_status *rs, char *msg,
 
 	memset(rs, 0, sizeof *rs);
 	cbuf_init(&b, RANK_STATUS_MAX);
-	if ((error = cbuf_read_file(&b, path)) != 0) {
-		if (error == CADRE_ERR_SYSTEM && errno == ENOENT)
-			error = CADRE_ERR_NOT_FOUND;
-		snprintf(msg, msglen, "%s: %s", path,
-		    error == CADRE_ERR_TOO_LARGE ? "larger than the bound" :
-		    error == CADRE_ERR_NOT_FOUND ? "no such file" :
-		    strerror(errno));
+	if ((error = read_bounded(path, &b, msg, msglen)) != 0)
 		goto out;
-	}
 	if ((error = rank_status_parse(b.data, b.len, rs, inner,
 	    sizeof inner)) != 0)
 		snprintf(msg, msglen, "%s: %s", path, inner);

@@ -282,21 +282,6 @@ out:
 }
 
 static int
-pbs_poll(struct sched *s, const char *const *ids, size_t n,
-    struct sched_status *out)
-{
-	size_t	i, k;
-	int	r;
-
-	for (i = 0; i < n; i += k) {
-		k = n - i < PBS_POLL_BATCH ? n - i : PBS_POLL_BATCH;
-		if ((r = pbs_poll_batch(s, ids + i, k, out + i)) != 0)
-			return r;
-	}
-	return 0;
-}
-
-static int
 pbs_job_cmd(struct sched *s, const char *cmd, const char *job_id)
 {
 	char	*av[] = { (char *)cmd, (char *)job_id, NULL };
@@ -352,7 +337,8 @@ pbs_describe(struct sched *s, const char *job_id, char **text)
 const struct sched_ops sched_pbs_ops = {
 	.name = "pbs",
 	.submit = pbs_submit,
-	.poll = pbs_poll,
+	.poll = pbs_poll_batch,
+	.poll_batch = PBS_POLL_BATCH,
 	.cancel = pbs_cancel,
 	.requeue = pbs_requeue,
 	.describe = pbs_describe,

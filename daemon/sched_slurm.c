@@ -316,21 +316,6 @@ out:
 	return r;
 }
 
-static int
-slurm_poll(struct sched *s, const char *const *ids, size_t n,
-    struct sched_status *out)
-{
-	size_t	i, k;
-	int	r;
-
-	for (i = 0; i < n; i += k) {
-		k = n - i < SLURM_POLL_BATCH ? n - i : SLURM_POLL_BATCH;
-		if ((r = slurm_poll_batch(s, ids + i, k, out + i)) != 0)
-			return r;
-	}
-	return 0;
-}
-
 /* Runs a command on one job: scancel JOBID, scontrol requeue JOBID. */
 static int
 slurm_job_cmd(struct sched *s, char **av, const char *what,
@@ -447,7 +432,8 @@ const struct sched_ops sched_slurm_ops = {
 	.init = NULL,
 	.free = NULL,
 	.submit = slurm_submit,
-	.poll = slurm_poll,
+	.poll = slurm_poll_batch,
+	.poll_batch = SLURM_POLL_BATCH,
 	.cancel = slurm_cancel,
 	.requeue = slurm_requeue,
 	.describe = slurm_describe,

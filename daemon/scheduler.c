@@ -130,16 +130,22 @@ int
 sched_poll(struct sched *s, const char *const *job_ids, size_t n,
     struct sched_status *out)
 {
-	size_t	i;
+	size_t	i, k;
+	int	r;
 
 	for (i = 0; i < n; i++) {
 		memset(&out[i], 0, sizeof out[i]);
 		out[i].state = SCHED_UNKNOWN;
 		out[i].exit_code = -1;
 	}
-	if (n == 0)
-		return 0;
-	return s->ops->poll(s, job_ids, n, out);
+	for (i = 0; i < n; i += k) {
+		k = n - i;
+		if (s->ops->poll_batch != 0 && k > s->ops->poll_batch)
+			k = s->ops->poll_batch;
+		if ((r = s->ops->poll(s, job_ids + i, k, out + i)) != 0)
+			return r;
+	}
+	return 0;
 }
 
 int

@@ -94,10 +94,12 @@ struct sched_ops {
 	/* Submits job; *job_id gets the scheduler's id (caller frees). */
 	int		(*submit)(struct sched *s, const struct sched_job *job,
 			    char **job_id);
-	/* States of n jobs at once (one scheduler query for all of them);
-	 * a job the scheduler does not know is SCHED_UNKNOWN. */
+	/* States of n jobs at once (one scheduler query for all of them,
+	 * n at most poll_batch when that is not 0: sched_poll splits); a
+	 * job the scheduler does not know is SCHED_UNKNOWN. */
 	int		(*poll)(struct sched *s, const char *const *job_ids,
 			    size_t n, struct sched_status *out);
+	size_t		  poll_batch;
 	int		(*cancel)(struct sched *s, const char *job_id);
 	/* Puts a job back in the queue under the same id; a backend without
 	 * that returns CADRE_ERR_UNSUPPORTED and the daemon submits anew. */
