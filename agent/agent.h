@@ -63,8 +63,13 @@ enum launch_exit {
 	LAUNCH_EXIT_USAGE = 2,
 	LAUNCH_EXIT_STARTUP_TIMEOUT = 3,
 	LAUNCH_EXIT_NODE_FAIL = 4,
-	LAUNCH_EXIT_PREEMPTED = 5
+	LAUNCH_EXIT_PREEMPTED = 5,
+	LAUNCH_EXIT_OOM = 6
 };
+
+/* cadre-train's exits that launch tells apart (contract C4). */
+#define TRAINER_EXIT_OOM	3	/* out of memory: not resumable */
+#define TRAINER_EXIT_PREEMPTED	75	/* checkpointed, stopped on a signal */
 
 /* rsh exits with this when it could not run the command at all (as ssh). */
 #define RSH_EXIT_CONNECT	255

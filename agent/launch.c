@@ -29,11 +29,13 @@
 #include "container.h"
 #include "duration.h"
 #include "error.h"
+#include "fromenv.h"
 #include "hostlist.h"
 #include "json.h"
 #include "log.h"
 #include "sigpipe.h"
 #include "nodefile.h"
+#include "stage.h"
 #include "strutil.h"
 #include "xmalloc.h"
 
@@ -90,11 +92,19 @@ launch_usage(FILE *f)
 	    "  rsh`. Each rank's output goes to DIR/log/rank-R.log tagged with rank and node.\n"
 	    "  SIGUSR1 reaches every rank; SIGTERM/SIGINT ask the ranks to stop (they get\n"
 	    "  SIGTERM), and after --term-grace (default 60s) mpirun is terminated.\n"
-	    "  Writes DIR/status.json. Exit status: 0 done, 1 failed, 2 usage,\n"
-	    "  3 startup_timeout, 4 node_fail, 5 preempted. --wait-only: only the wait;\n"
+	    "  Writes DIR/status.json; a rank exiting 75 is preempted, 3 oom, killed by a\n"
+	    "  signal node_fail. Exit status: 0 done, 1 failed, 2 usage,\n"
+	    "  3 startup_timeout, 4 node_fail, 5 preempted, 6 oom. --wait-only: only the wait;\n"
 	    "  prints \"ready N SECONDS\", writes no status.json. --launcher srun: no agents;\n"
 	    "  srun starts the ranks (PMIx), each inside the container when one is given;\n"
-	    "  --mpi-arg words then go to srun.\n");
+	    "  --mpi-arg words then go to srun.\n"
+	    "       cadre-agent launch --from-env [--run-dir DIR] [--slots N] ... -- COMMAND...\n"
+	    "  Inside a Slurm or PBS job: the nodes and slots from its environment, the\n"
+	    "  run dir (default ./cadre-run.JOBID) and its keys made, an agent started on\n"
+	    "  every node (srun, or pbsdsh per node), then as above; the agents stop after.\n"
+	    "  --stage SRC:DST (repeatable): before COMMAND, every node copies SRC to DST\n"
+	    "  (%%n: the node's name) through its agent, checked by SHA-256, skipping what\n"
+	    "  is already there; removed after the run unless --keep-staged.\n");
 }
 
 /* One probe: published? handshake with the pinned key and the run key? */
@@ -422,7 +432,8 @@ run_mpirun(struct launch *l, char **argv, int *preempted)
 }
 
 /* Reads log/rank-R.json of every rank into a JSON array; sets the first
- * failed rank and how many ranks left no (valid) status. */
+ * rank that failed (a non-zero exit other than the trainer's 3 and 75)
+ * and how many ranks left no (valid) status. */
 static json_t *
 collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
     int *missing)
@@ -449,7 +460,10 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 			    json_integer(rs.exit_code) : json_null());
 			json_object_set_new(entry, "signal", rs.signal[0] ?
 			    json_string(rs.signal) : json_null());
-			if (rs.exited && rs.exit_code != 0 && *failed_rank < 0)
+			if (rs.exited && rs.exit_code != 0 &&
+			    rs.exit_code != TRAINER_EXIT_OOM &&
+			    rs.exit_code != TRAINER_EXIT_PREEMPTED &&
+			    *failed_rank < 0)
 				*failed_rank = r;
 		} else {
 			json_object_set_new(entry, "exit", json_null());
@@ -464,6 +478,82 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 	    &node) == 0)
 		*failed_node = node;
 	return arr;
+}
+
+/*
+ * Contract C6: what the ranks' exits say beyond a plain failure. The first
+ * rank (in rank order) of each kind: exit 3 (the trainer ran out of
+ * memory), killed by a signal other than SIGTERM, killed by SIGTERM, exit
+ * 75 (the trainer checkpointed and stopped on a signal); -1: none.
+ */
+struct rank_kinds {
+	int	oom, killed, termed, stopped;
+};
+
+static void
+rank_kinds(const json_t *ranks, struct rank_kinds *k)
+{
+	const json_t	*e;
+	const char	*sig;
+	size_t		 i;
+	int64_t		 code;
+
+	k->oom = k->killed = k->termed = k->stopped = -1;
+	json_array_foreach(ranks, i, e) {
+		if (cjson_get_int(e, "exit", &code) == 0) {
+			if (code == TRAINER_EXIT_OOM && k->oom < 0)
+				k->oom = (int)i;
+			if (code == TRAINER_EXIT_PREEMPTED && k->stopped < 0)
+				k->stopped = (int)i;
+		}
+		if (json_is_integer(json_object_get(e, "signal")))
+			sig = "";	/* a number: not TERM */
+		else if (cjson_get_string(e, "signal", &sig) != 0)
+			continue;
+		if (strcmp(sig, "TERM") == 0) {
+			if (k->termed < 0)
+				k->termed = (int)i;
+		} else if (k->killed < 0)
+			k->killed = (int)i;
+	}
+}
+
+/* "rank R on NODE was killed by signal N (NAME)" for rank r of ranks. */
+static json_t *
+killed_message(const json_t *ranks, int r)
+{
+	const json_t	*e = json_array_get(ranks, (size_t)r);
+	const json_t	*sv = json_object_get(e, "signal");
+	const char	*node = "an unknown node", *name = NULL;
+	char		 buf[32];
+	int		 n = 0;
+
+	(void)cjson_get_string(e, "node", &node);
+	if (json_is_integer(sv))
+		n = (int)json_integer_value(sv);
+	else if (json_is_string(sv)) {
+		n = ssh_signal_number(json_string_value(sv));
+		snprintf(buf, sizeof buf, "SIG%s", json_string_value(sv));
+		name = buf;
+	}
+	if (name == NULL && n > 0 && sigabbrev_np(n) != NULL) {
+		snprintf(buf, sizeof buf, "SIG%s", sigabbrev_np(n));
+		name = buf;
+	}
+	return json_sprintf("rank %d on %s was killed by signal %d (%s)", r,
+	    node, n, name != NULL ? name : "unknown");
+}
+
+/* Sets failed_rank and failed_node of status st to rank r's. */
+static void
+set_failed(json_t *st, const json_t *ranks, int r)
+{
+	const char	*node;
+
+	json_object_set_new(st, "failed_rank", json_integer(r));
+	json_object_set_new(st, "failed_node", cjson_get_string(
+	    json_array_get(ranks, (size_t)r), "node", &node) == 0 ?
+	    json_string(node) : json_null());
 }
 
 /* srun's words: every node, the same number of tasks on each, block
@@ -500,6 +590,72 @@ srun_words(struct launch *l, const char *srun, char **av, size_t *nav,
 	av[(*nav)++] = (char *)"--mpi=pmix";
 	av[(*nav)++] = (char *)"--export=ALL";
 	return 0;
+}
+
+/* The nodes' names, for staging. */
+static char **
+node_names(struct launch *l)
+{
+	char	**names = xcalloc(l->n + 1, sizeof *names);
+	size_t	  i;
+
+	for (i = 0; i < l->n; i++)
+		names[i] = l->nodes[i].name;
+	return names;
+}
+
+/* --stage (stage.c): the manifests, then every node copies through its
+ * agent. The time and the counts go into st; on failure also reason
+ * "failed" and the message. */
+static int
+run_stage(struct launch *l, const struct stage_pair *pairs, size_t npairs,
+    json_t *st)
+{
+	struct stage_totals	 t;
+	char			 msg[1024], **names = node_names(l);
+	double			 t0 = now_mono();
+	int			 error;
+
+	log_info("staging %zu tree(s) to %zu nodes", npairs, l->n);
+	if ((error = stage_prepare(l->rundir, pairs, npairs, msg,
+	    sizeof msg)) == 0)
+		error = stage_nodes(l->rundir, names, l->n, npairs, 0,
+		    l->sigfd, &t, msg, sizeof msg);
+	json_object_set_new(st, "stage_seconds", json_real(now_mono() - t0));
+	if (error == CADRE_ERR_CANCELLED) {
+		log_notice("%s", msg);
+		json_object_set_new(st, "reason", json_string("preempted"));
+		json_object_set_new(st, "resumable", json_true());
+		json_object_set_new(st, "message", json_string(msg));
+	} else if (error != 0) {
+		log_error("staging: %s", msg);
+		json_object_set_new(st, "reason", json_string("failed"));
+		json_object_set_new(st, "resumable", json_false());
+		json_object_set_new(st, "message", json_sprintf("staging: %s",
+		    msg));
+	} else {
+		log_info("staged in %.3f s: %lld files copied, %lld skipped, "
+		    "%lld copied again, %lld bytes", now_mono() - t0,
+		    (long long)t.copied, (long long)t.skipped,
+		    (long long)t.redone, (long long)t.bytes);
+		json_object_set_new(st, "stage", stage_totals_json(&t));
+	}
+	free(names);
+	return error;
+}
+
+/* Removes what staging copied (before status.json, which stops the
+ * agents); a failure is only logged. */
+static void
+clean_stage(struct launch *l, size_t npairs)
+{
+	struct stage_totals	 t;
+	char			 msg[1024], **names = node_names(l);
+
+	if (stage_nodes(l->rundir, names, l->n, npairs, 1, -1, &t, msg,
+	    sizeof msg) != 0)
+		log_warn("removing the staged files: %s", msg);
+	free(names);
 }
 
 /* --nodes or --nodefile into l->nodes. */
@@ -582,6 +738,9 @@ cmd_launch(int argc, char **argv)
 		{ "image", required_argument, NULL, 'I' },
 		{ "bind", required_argument, NULL, 'B' },
 		{ "nv", no_argument, NULL, 'G' },
+		{ "from-env", no_argument, NULL, 'E' },
+		{ "stage", required_argument, NULL, 'T' },
+		{ "keep-staged", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -599,6 +758,7 @@ cmd_launch(int argc, char **argv)
 	int		 c, slots = 1, rc = LAUNCH_EXIT_USAGE, error, preempted = 0;
 	int		 wstatus, failed_rank, missing, code, wait_only = 0;
 	int		 use_srun = 0;
+	struct rank_kinds rk;
 	const char	*srun = "srun";
 	struct container ct;
 	char		**cwords = NULL, **swords = NULL;
@@ -606,9 +766,14 @@ cmd_launch(int argc, char **argv)
 	double		 t0, startup;
 	json_t		*st = NULL, *arr, *ranks;
 	struct cbuf	 why;
+	struct fromenv	 fe;
+	struct stage_pair stages[STAGE_PAIRS_MAX];
+	size_t		 nstage = 0;
+	int		 from_env = 0, keep_staged = 0, slots_set = 0;
 
 	memset(&l, 0, sizeof l);
 	memset(&ct, 0, sizeof ct);
+	memset(&fe, 0, sizeof fe);
 	l.sigfd = -1;
 	cbuf_init(&lostnames, 1 << 20);
 	pthread_mutex_init(&l.mu, NULL);
@@ -634,6 +799,7 @@ cmd_launch(int argc, char **argv)
 				goto out;
 			}
 			slots = (int)v;
+			slots_set = 1;
 			break;
 		case 't':
 			if (duration_parse(optarg, &l.startup_timeout) != 0) {
@@ -698,6 +864,25 @@ cmd_launch(int argc, char **argv)
 		case 'G':
 			ct.nv = 1;
 			break;
+		case 'E':
+			from_env = 1;
+			break;
+		case 'T':
+			if (nstage >= STAGE_PAIRS_MAX) {
+				log_error("more than %d --stage",
+				    STAGE_PAIRS_MAX);
+				goto out;
+			}
+			if (stage_pair_parse(optarg, &stages[nstage], msg,
+			    sizeof msg) != 0) {
+				log_error("%s", msg);
+				goto out;
+			}
+			nstage++;
+			break;
+		case 'K':
+			keep_staged = 1;
+			break;
 		case 'h':
 			launch_usage(stdout);
 			rc = 0;
@@ -706,6 +891,26 @@ cmd_launch(int argc, char **argv)
 			launch_usage(stderr);
 			goto out;
 		}
+	}
+	if (from_env && (hostlist != NULL || nodefile != NULL)) {
+		log_error("--from-env finds the nodes itself: no --nodes or "
+		    "--nodefile with it");
+		goto out;
+	}
+	if (nstage > 0 && use_srun) {
+		log_error("--stage copies through the agents: it needs "
+		    "--launcher mpirun");
+		goto out;
+	}
+	if (from_env && !(optind >= argc && !wait_only)) {
+		/* fromenv.c: nodes, run dir, keys, and the agents started */
+		if (fromenv_start(&fe, rundir_opt, slots_set ? slots : 0,
+		    !use_srun, srun, &ct) != 0) {
+			rc = LAUNCH_EXIT_FAILED;
+			goto out;
+		}
+		rundir_opt = fe.rundir;
+		nodefile = fe.nodefile;
 	}
 	if ((optind >= argc && !wait_only) ||
 	    (hostlist == NULL) == (nodefile == NULL)) {
@@ -827,6 +1032,13 @@ cmd_launch(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
+	if (nstage > 0 && (error = run_stage(&l, stages, nstage, st)) != 0) {
+		rc = error == CADRE_ERR_CANCELLED ? LAUNCH_EXIT_PREEMPTED :
+		    LAUNCH_EXIT_FAILED;
+		json_object_set_new(st, "exit_status", json_integer(rc));
+		write_status(&l, st);
+		goto out;
+	}
 
 	/* 2. mpirun over the agents, or srun. */
 	if (!use_srun && write_hostfile(&l, &hostfile) != 0)
@@ -846,7 +1058,7 @@ cmd_launch(int argc, char **argv)
 	xasprintf(&np, "%d", l.total_slots);
 	cwords = container_exec_prefix(&ct, l.rundir, &ncw);
 	swords = container_srun_options(&ct, l.rundir, &nsw);
-	av = xcalloc(32 + nmpi + ncw + nsw + (size_t)(argc - optind),
+	av = xcalloc(40 + nmpi + ncw + nsw + (size_t)(argc - optind),
 	    sizeof *av);
 	nav = 0;
 	if (use_srun) {
@@ -888,6 +1100,16 @@ cmd_launch(int argc, char **argv)
 	 * it is then the agent's child, which stops it with the session
 	 * (agent stopped, connection lost), and a lost node ends the job. */
 	av[nav++] = (char *)"--leave-session-attached";
+	/* The agents are the launcher and the hostfile the allocation:
+	 * inside a Slurm (or PBS, ...) job mpirun would otherwise launch
+	 * through srun and refuse the hostfile's addresses as "not in the
+	 * allocation" (launch --from-env, and the cadred job scripts). */
+	av[nav++] = (char *)"--mca";
+	av[nav++] = (char *)"plm";
+	av[nav++] = (char *)"rsh";
+	av[nav++] = (char *)"--mca";
+	av[nav++] = (char *)"ras";
+	av[nav++] = (char *)"^slurm,tm,gridengine,lsf,alps";
 	av[nav++] = (char *)"-x";
 	av[nav++] = (char *)"CADRE_RUN_DIR";
 	for (i = 0; i < nmpi; i++)
@@ -906,12 +1128,50 @@ cmd_launch(int argc, char **argv)
 	json_object_set_new(st, "mpirun_exit", WIFEXITED(wstatus) ?
 	    json_integer(WEXITSTATUS(wstatus)) : json_null());
 	code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+	rank_kinds(ranks, &rk);
+	/*
+	 * Contract C6, root causes first: when one rank dies, mpirun stops
+	 * the others (SIGTERM, which the trainer answers with a checkpoint
+	 * and exit 75), so their exits say less than the first one's.
+	 */
 	if (preempted) {
 		rc = LAUNCH_EXIT_PREEMPTED;
 		json_object_set_new(st, "reason", json_string("preempted"));
 		json_object_set_new(st, "resumable", json_true());
 		json_object_set_new(st, "message",
 		    json_string("stopped by a signal"));
+	} else if (rk.oom >= 0) {
+		rc = LAUNCH_EXIT_OOM;
+		json_object_set_new(st, "reason", json_string("oom"));
+		json_object_set_new(st, "resumable", json_false());
+		set_failed(st, ranks, rk.oom);
+		json_object_set_new(st, "message", json_sprintf(
+		    "rank %d ran out of memory (exit %d)", rk.oom,
+		    TRAINER_EXIT_OOM));
+		log_error("%s", json_string_value(json_object_get(st,
+		    "message")));
+	} else if (rk.killed >= 0 || (failed_rank < 0 && rk.termed >= 0)) {
+		/* a signal launch did not send: the node, or someone on
+		 * it, killed the rank */
+		int	r = rk.killed >= 0 ? rk.killed : rk.termed;
+
+		rc = LAUNCH_EXIT_NODE_FAIL;
+		json_object_set_new(st, "reason", json_string("node_fail"));
+		json_object_set_new(st, "resumable", json_true());
+		set_failed(st, ranks, r);
+		json_object_set_new(st, "message", killed_message(ranks, r));
+		log_error("%s", json_string_value(json_object_get(st,
+		    "message")));
+	} else if (failed_rank < 0 && rk.stopped >= 0) {
+		/* the trainer checkpointed and stopped on a signal that did
+		 * not come through launch (the scheduler's, on the node) */
+		rc = LAUNCH_EXIT_PREEMPTED;
+		json_object_set_new(st, "reason", json_string("preempted"));
+		json_object_set_new(st, "resumable", json_true());
+		set_failed(st, ranks, rk.stopped);
+		json_object_set_new(st, "message", json_sprintf(
+		    "rank %d stopped after a checkpoint (exit %d)", rk.stopped,
+		    TRAINER_EXIT_PREEMPTED));
 	} else if (failed_rank >= 0) {
 		rc = LAUNCH_EXIT_FAILED;
 		json_int_t ec = json_integer_value(json_object_get(
@@ -959,9 +1219,14 @@ cmd_launch(int argc, char **argv)
 		json_object_set_new(st, "reason", json_string("done"));
 		json_object_set_new(st, "resumable", json_false());
 	}
+	if (nstage > 0 && !keep_staged)
+		clean_stage(&l, nstage);
 	json_object_set_new(st, "exit_status", json_integer(rc));
 	write_status(&l, st);
  out:
+	for (i = 0; i < nstage; i++)
+		stage_pair_free(&stages[i]);
+	fromenv_stop(&fe);
 	json_decref(lost);
 	cbuf_free(&lostnames);
 	free(av);

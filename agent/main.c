@@ -13,7 +13,9 @@
 #include <libssh/libssh.h>
 
 #include "agent.h"
+#include "fromenv.h"
 #include "log.h"
+#include "stage.h"
 #include "xmalloc.h"
 
 static char self_path[PATH_MAX];
@@ -67,6 +69,11 @@ usage(FILE *f)
 	    "  rank   -- COMMAND...        (run by launch) one rank: logs, exit status, signals\n"
 	    "  wrap   --container RUNTIME ... -- COMMAND...\n"
 	    "                              run COMMAND inside the run's container\n"
+	    "  launch --from-env -- COMMAND...\n"
+	    "                              the same inside a Slurm or PBS job: nodes from its\n"
+	    "                              environment, agents started by launch\n"
+	    "  stage  --manifest FILE...   (run by launch --stage) copy a tree to this node, verified\n"
+	    "  node-serve --run-dir DIR    (run by launch --from-env) serve with this node's name and address\n"
 	    "`cadre-agent COMMAND --help` describes each.\n");
 }
 
@@ -123,6 +130,8 @@ main(int argc, char **argv)
 		{ "rank", cmd_rank, LOG_LEVEL_NOTICE },
 		{ "keygen", cmd_keygen, LOG_LEVEL_NOTICE },
 		{ "wrap", cmd_wrap, LOG_LEVEL_NOTICE },
+		{ "stage", cmd_stage, LOG_LEVEL_NOTICE },
+		{ "node-serve", cmd_node_serve, LOG_LEVEL_NOTICE },
 	};
 	size_t	i;
 	ssize_t	n;

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "duration.h"
 #include "error.h"
@@ -231,4 +232,13 @@ duration_format_slurm(int64_t secs, char *buf, size_t len)
 	}
 	return snprintf(buf, len, "%s%" PRIu64 "-%02" PRIu64 ":%02" PRIu64
 	    ":%02" PRIu64, sign, d, h, m, s);
+}
+
+double
+wall_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }

@@ -16,4 +16,7 @@ int duration_format(int64_t secs, char *buf, size_t len);
 /* Slurm's --time form: "HH:MM:SS" or "D-HH:MM:SS". */
 int duration_format_slurm(int64_t secs, char *buf, size_t len);
 
+/* The wall clock (CLOCK_REALTIME) in seconds since the epoch. */
+double wall_now(void);
+
 #endif

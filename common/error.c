@@ -1,5 +1,8 @@
 #include "config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "error.h"
 
 const char *
@@ -45,4 +48,17 @@ cadre_strerror(int err)
 	default:
 		return "unknown error";
 	}
+}
+
+int
+cadre_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
 }

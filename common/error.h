@@ -27,4 +27,12 @@ enum cadre_err {
 /* A fixed English message for an error code; never NULL. */
 const char *cadre_strerror(int err);
 
+#include <stddef.h>
+
+/* Writes a message into err (errlen bytes; nothing when err is NULL or
+ * errlen 0) and returns rc: `return cadre_errf(err, errlen,
+ * CADRE_ERR_INVALID, "...", ...);` for functions that report why. */
+int cadre_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 #endif

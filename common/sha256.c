@@ -1,9 +1,17 @@
 #include "config.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sha256.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SHA256_HAVE_NI 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 /* FIPS 180-4, section 4.2.2: the first 32 bits of the fractional parts of
  * the cube roots of the first 64 primes. */
@@ -50,7 +58,7 @@ store_be32(uint8_t *p, uint32_t v)
 
 /* One 64-byte block (section 6.2.2). */
 static void
-sha256_block(uint32_t st[8], const uint8_t *blk)
+portable_block(uint32_t st[8], const uint8_t *blk)
 {
 	uint32_t	w[64], a, b, c, d, e, f, g, h, t1, t2, s0, s1;
 	int		i;
@@ -83,6 +91,139 @@ sha256_block(uint32_t st[8], const uint8_t *blk)
 	}
 	st[0] += a; st[1] += b; st[2] += c; st[3] += d;
 	st[4] += e; st[5] += f; st[6] += g; st[7] += h;
+}
+
+static void
+portable_blocks(uint32_t st[8], const uint8_t *p, size_t nblocks)
+{
+	for (; nblocks > 0; nblocks--, p += 64)
+		portable_block(st, p);
+}
+
+#ifdef SHA256_HAVE_NI
+/*
+ * The same blocks through the SHA extensions (Intel since Goldmont and Ice
+ * Lake, AMD since Zen). The target attribute lets this file build without
+ * -msha; sha256_blocks calls it only where CPUID says the CPU has them.
+ * The state is kept as the extensions want it (ABEF, CDGH) for the run of
+ * blocks and put back into a, b, ..., h order at the end.
+ */
+__attribute__((target("sha,sse4.1,ssse3")))
+static void
+ni_blocks(uint32_t state[8], const uint8_t *p, size_t nblocks)
+{
+	const __m128i	mask = _mm_set_epi64x(0x0c0d0e0f08090a0bULL,
+			    0x0405060700010203ULL);
+	__m128i		s0, s1, tmp, msg, m[4], abef, cdgh;
+	int		g;
+
+	tmp = _mm_loadu_si128((const __m128i *)(const void *)&state[0]);
+	s1 = _mm_loadu_si128((const __m128i *)(const void *)&state[4]);
+	tmp = _mm_shuffle_epi32(tmp, 0xB1);		/* CDAB */
+	s1 = _mm_shuffle_epi32(s1, 0x1B);		/* EFGH */
+	s0 = _mm_alignr_epi8(tmp, s1, 8);		/* ABEF */
+	s1 = _mm_blend_epi16(s1, tmp, 0xF0);		/* CDGH */
+	while (nblocks-- > 0) {
+		abef = s0;
+		cdgh = s1;
+		/* 16 groups of 4 rounds; the schedule in m[] rotates: msg1
+		 * starts a group's words three groups ahead, msg2 ends them
+		 * one group ahead. */
+		for (g = 0; g < 16; g++) {
+			if (g < 4)
+				m[g] = _mm_shuffle_epi8(_mm_loadu_si128(
+				    (const __m128i *)(const void *)(p + 16 * g)),
+				    mask);
+			msg = _mm_add_epi32(m[g & 3], _mm_loadu_si128(
+			    (const __m128i *)(const void *)&sha256_k[4 * g]));
+			s1 = _mm_sha256rnds2_epu32(s1, s0, msg);
+			if (g >= 3 && g <= 14) {
+				tmp = _mm_alignr_epi8(m[g & 3], m[(g - 1) & 3], 4);
+				m[(g + 1) & 3] = _mm_add_epi32(m[(g + 1) & 3], tmp);
+				m[(g + 1) & 3] = _mm_sha256msg2_epu32(m[(g + 1) & 3],
+				    m[g & 3]);
+			}
+			msg = _mm_shuffle_epi32(msg, 0x0E);
+			s0 = _mm_sha256rnds2_epu32(s0, s1, msg);
+			if (g >= 1 && g <= 12)
+				m[(g - 1) & 3] = _mm_sha256msg1_epu32(m[(g - 1) & 3],
+				    m[g & 3]);
+		}
+		s0 = _mm_add_epi32(s0, abef);
+		s1 = _mm_add_epi32(s1, cdgh);
+		p += 64;
+	}
+	tmp = _mm_shuffle_epi32(s0, 0x1B);		/* FEBA */
+	s1 = _mm_shuffle_epi32(s1, 0xB1);		/* DCHG */
+	s0 = _mm_blend_epi16(tmp, s1, 0xF0);		/* DCBA */
+	s1 = _mm_alignr_epi8(s1, tmp, 8);		/* ABEF */
+	_mm_storeu_si128((__m128i *)(void *)&state[0], s0);
+	_mm_storeu_si128((__m128i *)(void *)&state[4], s1);
+}
+
+/* CPUID straight (GCC 12's __builtin_cpu_supports has no "sha"): leaf 7
+ * EBX bit 29, and SSSE3 and SSE4.1 (leaf 1 ECX bits 9 and 19) for the
+ * shuffles around it. */
+static int
+cpu_has_sha(void)
+{
+	unsigned int a, b, c, d;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 9 & 1) || !(c >> 19 & 1))
+		return 0;
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1);
+}
+#else
+static int
+cpu_has_sha(void)
+{
+	return 0;
+}
+#endif
+
+/* -1 until the first hash decides; then 1 (SHA extensions) or 0. An
+ * atomic, so that threads hashing at once may race to decide: they all
+ * decide the same. */
+static atomic_int sha256_ni = -1;
+
+static int
+use_ni(void)
+{
+	const char	*e;
+	int		 v;
+
+	v = atomic_load_explicit(&sha256_ni, memory_order_relaxed);
+	if (v < 0) {
+		e = getenv("CADRE_SHA256_PORTABLE");
+		v = (e == NULL || strcmp(e, "1") != 0) && cpu_has_sha();
+		atomic_store_explicit(&sha256_ni, v, memory_order_relaxed);
+	}
+	return v;
+}
+
+void
+sha256_force_portable(int on)
+{
+	atomic_store_explicit(&sha256_ni, on ? 0 : cpu_has_sha(),
+	    memory_order_relaxed);
+}
+
+const char *
+sha256_impl(void)
+{
+	return use_ni() ? "sha-ni" : "portable";
+}
+
+static void
+sha256_blocks(uint32_t st[8], const uint8_t *p, size_t nblocks)
+{
+#ifdef SHA256_HAVE_NI
+	if (use_ni()) {
+		ni_blocks(st, p, nblocks);
+		return;
+	}
+#endif
+	portable_blocks(st, p, nblocks);
 }
 
 void
@@ -119,11 +260,13 @@ sha256_update(struct sha256_ctx *c, const void *data, size_t n)
 		n -= take;
 		if (c->fill < sizeof c->block)
 			return;
-		sha256_block(c->state, c->block);
+		sha256_blocks(c->state, c->block, 1);
 		c->fill = 0;
 	}
-	for (; n >= sizeof c->block; p += sizeof c->block, n -= sizeof c->block)
-		sha256_block(c->state, p);
+	/* Whole blocks straight from the caller's memory, no copy. */
+	sha256_blocks(c->state, p, n / sizeof c->block);
+	p += n / sizeof c->block * sizeof c->block;
+	n %= sizeof c->block;
 	if (n > 0) {
 		memcpy(c->block, p, n);
 		c->fill = n;
@@ -140,13 +283,13 @@ sha256_final(struct sha256_ctx *c, uint8_t out[SHA256_DIGEST_LEN])
 	c->block[c->fill++] = 0x80;
 	if (c->fill > 56) {
 		memset(c->block + c->fill, 0, sizeof c->block - c->fill);
-		sha256_block(c->state, c->block);
+		sha256_blocks(c->state, c->block, 1);
 		c->fill = 0;
 	}
 	memset(c->block + c->fill, 0, 56 - c->fill);
 	for (i = 0; i < 8; i++)
 		c->block[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
-	sha256_block(c->state, c->block);
+	sha256_blocks(c->state, c->block, 1);
 
 	for (i = 0; i < 8; i++)
 		store_be32(out + 4 * i, c->state[i]);

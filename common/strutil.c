@@ -244,3 +244,48 @@ str_hash(const void *s, size_t len)
 	h ^= h >> 13;
 	return h;
 }
+
+int
+path_expand_env(const char *in, char **out, char **var)
+{
+	const char	*name, *rest, *val;
+	char		*nm;
+	size_t		 len;
+
+	*out = NULL;
+	if (var != NULL)
+		*var = NULL;
+	if (in[0] != '$') {
+		*out = xstrdup(in);
+		return 0;
+	}
+	if (in[1] == '{') {
+		name = in + 2;
+		if ((rest = strchr(name, '}')) == NULL)
+			return CADRE_ERR_INVALID;
+		len = (size_t)(rest - name);
+		rest++;
+	} else {
+		name = in + 1;
+		for (len = 0; name[len] == '_' ||
+		    (name[len] >= 'A' && name[len] <= 'Z') ||
+		    (name[len] >= 'a' && name[len] <= 'z') ||
+		    (len > 0 && su_isdigit(name[len])); len++)
+			;
+		rest = name + len;
+	}
+	if (len == 0 || (*rest != '/' && *rest != '\0'))
+		return CADRE_ERR_INVALID;
+	nm = xstrndup(name, len);
+	val = getenv(nm);
+	if (var != NULL)
+		*var = nm;
+	else
+		free(nm);
+	if (val == NULL || *val == '\0')
+		return CADRE_ERR_NOT_FOUND;
+	if (val[0] != '/')
+		return CADRE_ERR_INVALID;
+	xasprintf(out, "%s%s", val, rest);
+	return 0;
+}

@@ -34,4 +34,15 @@ uint32_t str_hash(const void *s, size_t len);
 /* Whether s matches [A-Za-z0-9._-]{1,max}. */
 int str_is_name(const char *s, size_t max);
 
+/*
+ * A spec path as the node sees it (docs/spec.md "path"): one that starts
+ * with $NAME or ${NAME} followed by '/' or its end gets the variable's
+ * value from this process's environment in its place; any other path is
+ * copied. 0 and *out (caller frees); CADRE_ERR_NOT_FOUND when the
+ * variable is unset or empty, CADRE_ERR_INVALID when the result is not an
+ * absolute path or the reference is malformed; *var (when not NULL) gets
+ * the variable's name for the message (caller frees), else NULL.
+ */
+int path_expand_env(const char *in, char **out, char **var);
+
 #endif

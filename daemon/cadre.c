@@ -16,6 +16,15 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_validate,
 	&cli_cmd_plan,
 	&cli_cmd_keys,
+	&cli_cmd_submit,
+	&cli_cmd_status,
+	&cli_cmd_watch,
+	&cli_cmd_logs,
+	&cli_cmd_cancel,
+	&cli_cmd_run,
+	&cli_cmd_report,
+	&cli_cmd_script,
+	&cli_cmd_import,
 };
 #define NCOMMANDS	(sizeof commands / sizeof commands[0])
 

@@ -36,6 +36,23 @@ struct cli_command {
 extern const struct cli_command cli_cmd_validate;
 extern const struct cli_command cli_cmd_plan;
 extern const struct cli_command cli_cmd_keys;
+/* The commands that talk to cadred, and run (daemon/cmd_run.c). */
+extern const struct cli_command cli_cmd_submit;
+extern const struct cli_command cli_cmd_status;
+extern const struct cli_command cli_cmd_watch;
+extern const struct cli_command cli_cmd_logs;
+extern const struct cli_command cli_cmd_cancel;
+extern const struct cli_command cli_cmd_run;
+/* cadre script and cadre import: runs submitted by hand
+ * (daemon/cmd_script.c, daemon/cmd_import.c). */
+extern const struct cli_command cli_cmd_script;
+extern const struct cli_command cli_cmd_import;
+/* cadre report (daemon/cmd_report.c). */
+extern const struct cli_command cli_cmd_report;
+/* The Markdown report of experiment exp_id (an id, prefix or name) from
+ * the database at db, as `cadre report` prints it (for cadre run): 0, or a
+ * negative enum cadre_err after a message on stderr. */
+int cli_report_print(const char *db, const char *exp_id, FILE *fp);
 
 /*
  * Parses cmd's options in argv (argv[0] is the command name). For each

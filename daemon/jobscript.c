@@ -15,6 +15,7 @@
 #include "duration.h"
 #include "error.h"
 #include "jobscript.h"
+#include "json.h"
 #include "spec.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -125,6 +126,10 @@ jobscript_from_run(const struct spec *s, const struct spec_run *r,
 	js->container_runtime = spec_run_string(r, SPEC_K_CONTAINER_RUNTIME);
 	js->container_image = spec_run_string(r, SPEC_K_CONTAINER_IMAGE);
 	js->binds = spec_run_list(r, SPEC_K_CONTAINER_BINDS, &js->nbinds);
+	if (spec_run_is_set(r, SPEC_K_STAGE_TO)) {
+		js->stage_src = spec_run_string(r, SPEC_K_DATA);
+		js->stage_dst = spec_run_string(r, SPEC_K_STAGE_TO);
+	}
 }
 
 static int
@@ -311,9 +316,13 @@ static void
 add_env(struct cbuf *b, const struct sched_job *j)
 {
 	size_t	i;
+	int	omp = 0;
 
 	for (i = 0; i < j->nenv; i++) {
 		const char	*eq = strchr(j->env[i], '=');
+
+		if (strncmp(j->env[i], "OMP_NUM_THREADS=", 16) == 0)
+			omp = 1;
 
 		/* the name was checked by jobscript_check_job() */
 		cbuf_adds(b, "export ");
@@ -322,6 +331,12 @@ add_env(struct cbuf *b, const struct sched_job *j)
 		cbuf_add_shell_word(b, eq + 1);
 		cbuf_addc(b, '\n');
 	}
+	/* The trainer takes OpenMP's thread count (all cores otherwise):
+	 * cpus_per_rank must bound it, or ranks sharing a node oversubscribe
+	 * it. The agents inherit it from the script, the ranks from them. */
+	if (j->cpus_per_task > 0 && !omp)
+		cbuf_addf(b, "export OMP_NUM_THREADS=%" PRId64 "\n",
+		    j->cpus_per_task);
 }
 
 /* Replaces placeholder name (len bytes); alone: it stands alone on its
@@ -342,10 +357,21 @@ expand(struct cbuf *b, enum jobscript_kind kind, const char *name,
 			add_env(b, j);
 		else if (kind == JOBSCRIPT_PBS)
 			pbs_directives(b, j);
-		else
+		else if (kind != JOBSCRIPT_LOCAL)
 			slurm_directives(b, j);
 	} else if (IS("WRAP"))
 		add_wrap(b, js);
+	else if (IS("STAGE")) {
+		/* launch splits SRC:DST at the first ':' (checked above) */
+		if (js->stage_src != NULL && js->stage_dst != NULL) {
+			char	*pair;
+
+			cbuf_adds(b, "--stage ");
+			xasprintf(&pair, "%s:%s", js->stage_src, js->stage_dst);
+			cbuf_add_shell_word(b, pair);
+			free(pair);
+		}
+	}
 	else if (IS("RUN_ID"))
 		cbuf_add_shell_word(b, j->run_id);
 	else if (IS("RUN_DIR"))
@@ -397,6 +423,12 @@ jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
 		    "paths");
 	if ((r = jobscript_check_job(&js->job, err, errlen)) != 0)
 		return r;
+	if (js->stage_src != NULL && (js->stage_dst == NULL ||
+	    strchr(js->stage_src, ':') != NULL ||
+	    !text_ok(js->stage_src, SPEC_MAX_PATH) ||
+	    !text_ok(js->stage_dst, SPEC_MAX_PATH)))
+		return fail(err, errlen, "stage.to: trainer.data and stage.to "
+		    "must be paths without ':' (launch --stage takes SRC:DST)");
 	/* Unbounded while rendering (the inputs are bounded), checked at the
 	 * end: a failed append could not be noticed in the middle. */
 	cbuf_init(&b, SIZE_MAX / 4);
@@ -454,7 +486,8 @@ jobscript_write(enum jobscript_kind kind, const char *templates_dir,
 
 	cbuf_init(&t, JOBSCRIPT_MAX);
 	xasprintf(&tpath, "%s/%s", templates_dir,
-	    kind == JOBSCRIPT_PBS ? "pbs.sh.in" : "slurm.sh.in");
+	    kind == JOBSCRIPT_PBS ? "pbs.sh.in" :
+	    kind == JOBSCRIPT_LOCAL ? "local.sh.in" : "slurm.sh.in");
 	if ((r = cbuf_read_file(&t, tpath)) != 0) {
 		fail(err, errlen, "%s: %s", tpath, r == CADRE_ERR_SYSTEM ?
 		    strerror(errno) : cadre_strerror(r));
@@ -487,4 +520,128 @@ out:
 	free(text);
 	free(tmp);
 	return r;
+}
+
+/* ---------------------------------------------------------------- train.json */
+
+#define TRAIN_JSON_KEYS		23	/* top-level members of contract C3 */
+#define TRAIN_JSON_OPT_KEYS	9	/* members of "optimizer" */
+
+/* A path of the spec as the trainer must read it, or JSON null when unset. */
+static json_t *
+path_value(const struct spec *s, const struct spec_run *r, enum spec_key k)
+{
+	const char	*v = spec_run_string(r, k);
+	char		*abs;
+	json_t		*j;
+
+	if (v == NULL)
+		return json_null();
+	abs = spec_resolve_path(s, v);
+	j = json_string(abs);
+	free(abs);
+	return j;
+}
+
+static void
+set_int(json_t *o, const char *key, int64_t v)
+{
+	json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+static void
+set_real(json_t *o, const char *key, double v)
+{
+	json_object_set_new(o, key, json_real(v));
+}
+
+int
+jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
+    const char *run_dir, const char *path, char *err, size_t errlen)
+{
+	struct spec_model_dims	 m;
+	const char		*model;
+	json_t			*o = NULL, *opt, *mo;
+	int			 rc;
+
+	if (run_dir == NULL || run_dir[0] != '/' ||
+	    !text_ok(run_dir, SPEC_MAX_PATH))
+		return fail(err, errlen, "run dir: expected an absolute path "
+		    "without control characters");
+	o = json_object();
+	set_int(o, "version", 1);
+	model = spec_run_string(r, SPEC_K_MODEL);
+	if (model != NULL && strcmp(model, "custom") != 0)
+		json_object_set_new(o, "model", json_string(model));
+	else {
+		/* an explicit model goes over with every dimension resolved
+		 * (intermediate 0 is 4 x hidden by then) */
+		spec_run_model(r, &m);
+		mo = json_object();
+		set_int(mo, "layers", m.layers);
+		set_int(mo, "hidden", m.hidden);
+		set_int(mo, "heads", m.heads);
+		set_int(mo, "intermediate", m.intermediate);
+		set_int(mo, "vocab_size", m.vocab_size);
+		set_int(mo, "max_position", m.max_position);
+		json_object_set_new(o, "model", mo);
+	}
+	json_object_set_new(o, "task",
+	    json_string(spec_run_string(r, SPEC_K_TASK)));
+	/* Staged, the trainer reads the node-local copy. */
+	json_object_set_new(o, "data", path_value(s, r,
+	    spec_run_is_set(r, SPEC_K_STAGE_TO) ? SPEC_K_STAGE_TO : SPEC_K_DATA));
+	json_object_set_new(o, "eval_data", path_value(s, r, SPEC_K_EVAL_DATA));
+	json_object_set_new(o, "vocab", path_value(s, r, SPEC_K_VOCAB));
+	json_object_set_new(o, "init", path_value(s, r, SPEC_K_INIT));
+	set_int(o, "seq_len", spec_run_int(r, SPEC_K_SEQ_LEN));
+	set_int(o, "batch_size", spec_run_int(r, SPEC_K_BATCH_SIZE));
+	set_int(o, "grad_accum", spec_run_int(r, SPEC_K_GRAD_ACCUM));
+	set_int(o, "steps", spec_run_int(r, SPEC_K_STEPS));
+	json_object_set_new(o, "precision",
+	    json_string(spec_run_string(r, SPEC_K_PRECISION)));
+	opt = json_object();
+	json_object_set_new(opt, "name",
+	    json_string(spec_run_string(r, SPEC_K_OPT_NAME)));
+	set_real(opt, "lr", spec_run_double(r, SPEC_K_OPT_LR));
+	set_real(opt, "weight_decay", spec_run_double(r,
+	    SPEC_K_OPT_WEIGHT_DECAY));
+	set_real(opt, "beta1", spec_run_double(r, SPEC_K_OPT_BETA1));
+	set_real(opt, "beta2", spec_run_double(r, SPEC_K_OPT_BETA2));
+	set_real(opt, "eps", spec_run_double(r, SPEC_K_OPT_EPS));
+	set_real(opt, "warmup", spec_run_double(r, SPEC_K_OPT_WARMUP));
+	json_object_set_new(opt, "schedule",
+	    json_string(spec_run_string(r, SPEC_K_OPT_SCHEDULE)));
+	set_real(opt, "power", spec_run_double(r, SPEC_K_OPT_POWER));
+	json_object_set_new(o, "optimizer", opt);
+	set_real(o, "grad_clip", spec_run_double(r, SPEC_K_GRAD_CLIP));
+	json_object_set_new(o, "grad_checkpointing",
+	    json_boolean(spec_run_bool(r, SPEC_K_GRAD_CHECKPOINTING)));
+	set_real(o, "dropout", spec_run_double(r, SPEC_K_DROPOUT));
+	set_int(o, "checkpoint_every", spec_run_int(r,
+	    SPEC_K_CHECKPOINT_EVERY));
+	set_int(o, "keep_checkpoints", spec_run_int(r,
+	    SPEC_K_KEEP_CHECKPOINTS));
+	set_int(o, "log_every", spec_run_int(r, SPEC_K_LOG_EVERY));
+	set_int(o, "seed", spec_run_int(r, SPEC_K_SEED));
+	set_int(o, "skip_steps", spec_run_int(r, SPEC_K_MEASURE_SKIP_STEPS));
+	json_object_set_new(o, "out", json_string(run_dir));
+	json_object_set_new(o, "resume", json_string("auto"));
+	/* json_string() refuses invalid UTF-8 (a run dir could hold it) and
+	 * the member is then left out: the trainer would find it missing */
+	if (json_object_size(o) != TRAIN_JSON_KEYS ||
+	    json_object_size(opt) != TRAIN_JSON_OPT_KEYS) {
+		rc = fail(err, errlen, "train.json: a value is not valid "
+		    "UTF-8 (the run dir?)");
+		goto out;
+	}
+	if ((rc = cjson_write_atomic(path, o, 0600)) != 0) {
+		fail(err, errlen, "%s: %s", path, rc == CADRE_ERR_SYSTEM ?
+		    strerror(errno) : cadre_strerror(rc));
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(o);
+	return rc;
 }

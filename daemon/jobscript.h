@@ -11,7 +11,8 @@
  *
  * Templates hold @NAME@ placeholders (NAME in [A-Z_]): @DIRECTIVES@ and
  * @ENV@ alone on a line become lines; @WRAP@ becomes zero or more quoted
- * words; any other known NAME becomes one quoted word (@SELF_SIGNAL@: yes
+ * words, as does @STAGE@ (`--stage SRC:DST` for launch, or nothing); any
+ * other known NAME becomes one quoted word (@SELF_SIGNAL@: yes
  * when the script must send itself SIGUSR1 signal_grace before the time
  * limit, as under PBS and slurmrestd). An unknown @NAME@
  * is an error, so a template cannot leave a value unrendered.
@@ -37,7 +38,11 @@ enum jobscript_kind {
 	JOBSCRIPT_PBS,		/* #PBS lines */
 	/* slurm.sh.in for slurmrestd, which reads no #SBATCH lines and
 	 * refuses "B:" signals (22.05): the script signals itself */
-	JOBSCRIPT_SLURMREST
+	JOBSCRIPT_SLURMREST,
+	/* local.sh.in: this machine, virtual nodes as agents on loopback
+	 * addresses (sched_local.c); no directives, the script times its
+	 * own SIGUSR1 like slurm-rest's */
+	JOBSCRIPT_LOCAL
 };
 
 /* What a script needs beyond the job's resources. Strings borrowed. */
@@ -51,6 +56,10 @@ struct jobscript {
 	const char		*container_image;
 	char *const		*binds;
 	size_t			 nbinds;
+	/* stage.to: launch copies stage_src (trainer.data) to stage_dst on
+	 * every node first, and train.json's data is stage_dst; NULL: none */
+	const char		*stage_src;
+	const char		*stage_dst;
 };
 
 /* Whether s may be written into an #SBATCH or #PBS line as it is:
@@ -76,9 +85,19 @@ int jobscript_check_job(const struct sched_job *job, char *err,
 int jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
     const struct jobscript *js, char **out, char *err, size_t errlen);
 
-/* Reads DIR/slurm.sh.in (slurm, slurm-rest) or DIR/pbs.sh.in, renders it and writes path
- * (0700, atomically). */
+/* Reads DIR/slurm.sh.in (slurm, slurm-rest), DIR/pbs.sh.in or
+ * DIR/local.sh.in, renders it and writes path (0700, atomically). */
 int jobscript_write(enum jobscript_kind kind, const char *templates_dir,
     const struct jobscript *js, const char *path, char *err, size_t errlen);
+
+/*
+ * Writes the trainer's config for run r of s (contract C3,
+ * docs/daemon-backends.md) to path: every key resolved from the run, paths
+ * made absolute against the spec's directory, "out" = run_dir (absolute),
+ * "resume" = "auto"; 0600, atomically. 0, or CADRE_ERR_INVALID /
+ * CADRE_ERR_SYSTEM with a message in err.
+ */
+int jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
+    const char *run_dir, const char *path, char *err, size_t errlen);
 
 #endif

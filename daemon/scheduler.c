@@ -28,6 +28,7 @@ static const char *const state_names[SCHED_STATE_COUNT] = {
 };
 
 static const struct sched_ops *const backends[] = {
+	&sched_local_ops,
 	&sched_slurm_ops,
 	&sched_slurmrest_ops,
 	&sched_pbs_ops,
@@ -94,6 +95,9 @@ sched_open(const char *name, const struct sched_config *cfg,
 		s->cfg.cmd_timeout = cfg->cmd_timeout;
 		s->cfg.rest_url = dup_or_null(cfg->rest_url);
 		s->cfg.token_env = dup_or_null(cfg->token_env);
+		s->cfg.local_dir = dup_or_null(cfg->local_dir);
+		s->cfg.dry = cfg->dry;
+		s->cfg.local_second_ms = cfg->local_second_ms;
 	}
 	if (s->cfg.cmd_timeout <= 0)
 		s->cfg.cmd_timeout = SCHED_DEFAULT_TIMEOUT;
@@ -116,6 +120,7 @@ sched_close(struct sched *s)
 	free((char *)s->cfg.bindir);
 	free((char *)s->cfg.rest_url);
 	free((char *)s->cfg.token_env);
+	free((char *)s->cfg.local_dir);
 	free(s);
 }
 

@@ -83,6 +83,9 @@ struct sched_config {
 	int		 cmd_timeout;	/* seconds one scheduler command may take; 0: 30 */
 	const char	*rest_url;	/* slurm-rest: unix:///PATH or http(s)://HOST:PORT */
 	const char	*token_env;	/* slurm-rest: the variable holding the JWT */
+	const char	*local_dir;	/* local: job records (ID.json); NULL: STATE/local */
+	int		 dry;		/* local: submit records jobs that never run (queued) */
+	int		 local_second_ms;	/* local: ms per second of a time limit; 0: 1000 (tests shorten it) */
 };
 
 struct sched;
@@ -147,6 +150,7 @@ int sched_job_id_ok(const char *id);
 extern const struct sched_ops sched_slurm_ops;	/* sched_slurm.c */
 extern const struct sched_ops sched_slurmrest_ops;	/* sched_slurmrest.c */
 extern const struct sched_ops sched_pbs_ops;		/* sched_pbs.c */
+extern const struct sched_ops sched_local_ops;	/* sched_local.c */
 
 /* ---------------------------------------------------------------- helpers */
 /*
@@ -190,5 +194,11 @@ int slurmrest_parse_job(const struct json_t *reply, const char *job_id,
  * failed; finished without an Exit_status: deleted before it ran. */
 int pbs_parse_qstat(const struct json_t *reply, const char *const *ids,
     size_t n, struct sched_status *out);
+/* The local backend's job id "local-PID-TICKS": 0 and its parts, or -1. */
+int local_parse_id(const char *id, long *pid, unsigned long long *ticks);
+/* A /proc/PID/stat line (NUL-terminated): 0 with the parent, the start
+ * time in clock ticks after boot and whether it is a zombie, or -1. */
+int local_parse_stat(const char *buf, long *ppid, unsigned long long *ticks,
+    int *zombie);
 
 #endif

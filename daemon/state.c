@@ -364,6 +364,36 @@ state_get_experiment(struct state *st, const char *id,
 	return r;
 }
 
+int
+state_list_experiments(struct state *st,
+    int (*fn)(void *ctx, const struct state_experiment *e), void *ctx)
+{
+	struct state_experiment	 e;
+	sqlite3_stmt		*stmt;
+	int			 r, rc;
+
+	if ((r = prep(st, &stmt, "SELECT id, name, spec_file, spec, backend, "
+	    "created FROM experiments ORDER BY created, id")) != 0)
+		return r;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		memset(&e, 0, sizeof e);
+		e.id = col_text(stmt, 0);
+		e.name = col_text(stmt, 1);
+		e.spec_file = col_text(stmt, 2);
+		e.spec = col_text(stmt, 3);
+		e.backend = col_text(stmt, 4);
+		e.created = sqlite3_column_double(stmt, 5);
+		r = fn(ctx, &e);
+		state_experiment_free(&e);
+		if (r != 0)
+			break;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = db_err(st, rc, "list experiments");
+	sqlite3_finalize(stmt);
+	return r;
+}
+
 void
 state_experiment_free(struct state_experiment *e)
 {

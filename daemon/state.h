@@ -98,6 +98,10 @@ int state_add_experiment(struct state *st, const char *id, const char *name,
 int state_get_experiment(struct state *st, const char *id,
     struct state_experiment *out);	/* CADRE_ERR_NOT_FOUND */
 void state_experiment_free(struct state_experiment *e);
+/* Calls fn for each experiment, oldest first; a non-zero return from fn
+ * stops and is returned. */
+int state_list_experiments(struct state *st,
+    int (*fn)(void *ctx, const struct state_experiment *e), void *ctx);
 
 int state_add_run(struct state *st, const char *experiment,
     const char *run_id, const char *config_id, int64_t repeat,

@@ -11,7 +11,12 @@
  * batch 2B, two ranks with batch B, and one rank with batch B and two
  * micro-batches per step see the same sequences per optimizer step. An
  * epoch ends when fewer than nranks*batch sequences are left (the rest is
- * dropped, as DistributedSampler(drop_last=True)).
+ * dropped, as DistributedSampler(drop_last=True)). (So with gradient
+ * accumulation the epoch ends at a multiple of the micro-batch, not of the
+ * step: runs with and without accumulation part at the first epoch end
+ * unless the set's size is a multiple of the step's sequences.) The
+ * permutation is a keyed Feistel network, computed per position, not
+ * stored (docs/data.md).
  *
  * Masking (pretrain and mlm kinds): each non-special token is chosen with
  * probability mask_prob; a chosen token becomes [MASK] (80%), a random

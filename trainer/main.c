@@ -22,24 +22,30 @@
 
 #ifdef HAVE_UTF8PROC
 #include "cmd_tokenize.h"
+#include "prep.h"
 #endif
 #include "error.h"
 #include "log.h"
 #include "model.h"
 #include "modelio.h"
+#include "ops.h"
 #include "optim.h"
 #include "safetensors.h"
+#include "train.h"
 #include "xmalloc.h"
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: cadre-train synthetic [options]   train on generated batches, dump tensors\n"
+"usage: cadre-train train [options]       train on shards (train --help)\n"
+"       cadre-train eval [options]        loss and accuracy of a checkpoint (eval --help)\n"
+"       cadre-train synthetic [options]   train on generated batches, dump tensors\n"
 "       cadre-train inspect FILE.safetensors\n"
 #ifdef HAVE_UTF8PROC
 "       cadre-train vocab [options] FILE...    build a WordPiece vocab.txt from text\n"
 "       cadre-train tokenize [options]        text lines -> WordPiece token ids\n"
+"       cadre-train prep [options] FILE...     text, TSV or JSON lines -> shards\n"
 #endif
 "       cadre-train --help | --version\n"
 "\n"
@@ -69,19 +75,6 @@ usage(FILE *f)
 "                        grad.NAME of the first step), final.safetensors, losses.txt,\n"
 "                        run.json\n"
 "  --quiet               no per-step lines\n");
-}
-
-static void
-set_threads(int n)
-{
-	if (n <= 0)
-		return;
-#ifdef _OPENMP
-	omp_set_num_threads(n);
-#endif
-#ifdef HAVE_OPENBLAS
-	openblas_set_num_threads(n);
-#endif
 }
 
 /*
@@ -139,16 +132,6 @@ blas_name(void)
 	return openblas_get_corename();
 #else
 	return "none (plain loops)";
-#endif
-}
-
-static int
-threads_in_use(void)
-{
-#ifdef _OPENMP
-	return omp_get_max_threads();
-#else
-	return 1;
 #endif
 }
 
@@ -413,7 +396,7 @@ cmd_synthetic(int argc, char **argv)
 	}
 	if (optind != argc)
 		fatalx("synthetic: unexpected argument '%s' (see cadre-train --help)", argv[optind]);
-	set_threads(threads);
+	ops_set_threads(threads);
 
 	if (bert_config_preset(model, &c) != 0)
 		fatalx("--model: unknown model '%s': expected bert-tiny, bert-mini, bert-small, "
@@ -471,7 +454,7 @@ cmd_synthetic(int argc, char **argv)
 	if (!quiet)
 		printf("cadre-train: %s L%d H%d A%d I%d V%d, %zu parameters, batch %d x %d, "
 		    "%d threads, OpenBLAS core %s%s\n", init ? init : model, c.layers, c.hidden,
-		    c.heads, c.intermediate, c.vocab, m.nparams, B, T, threads_in_use(),
+		    c.heads, c.intermediate, c.vocab, m.nparams, B, T, ops_threads(),
 		    blas_name(), ckpt ? ", gradient checkpointing" : "");
 	if (out != NULL) {
 		struct st_writer *w;
@@ -518,7 +501,7 @@ cmd_synthetic(int argc, char **argv)
 		    o.beta1, o.beta2, o.eps, (long long)o.warmup,
 		    o.schedule == SCHED_CONSTANT ? "constant" :
 		    o.schedule == SCHED_LINEAR ? "linear" : "poly", o.power, o.clip,
-		    dropout, threads_in_use(), (unsigned long long)seed);
+		    dropout, ops_threads(), (unsigned long long)seed);
 		fclose(lf);
 		free(path);
 		xasprintf(&path, "%s/losses.txt", out);
@@ -620,7 +603,7 @@ cmd_synthetic(int argc, char **argv)
 	printf("summary: steps %d median_step_ms %.3f peak_rss_mib %.1f activations_mib %.1f "
 	    "parameters %zu threads %d forward_ms %.1f backward_ms %.1f optimizer_ms %.1f\n",
 	    steps, step_ms[skip + nt / 2], (double)ru.ru_maxrss / 1024.0,
-	    (double)m.a.bytes / 1048576.0, m.nparams, threads_in_use(),
+	    (double)m.a.bytes / 1048576.0, m.nparams, ops_threads(),
 	    fwd_ms / nt, bwd_ms / nt, opt_ms / nt);
 	free(step_ms);
 	synth_free(&d);
@@ -672,11 +655,17 @@ main(int argc, char **argv)
 		return cmd_synthetic(argc - 1, argv + 1);
 	if (strcmp(argv[1], "inspect") == 0)
 		return cmd_inspect(argc - 1, argv + 1);
+	if (strcmp(argv[1], "train") == 0)
+		return cmd_train(argc - 1, argv + 1);
+	if (strcmp(argv[1], "eval") == 0)
+		return cmd_eval(argc - 1, argv + 1);
 #ifdef HAVE_UTF8PROC
 	if (strcmp(argv[1], "vocab") == 0)
 		return cmd_vocab(argc - 1, argv + 1);
 	if (strcmp(argv[1], "tokenize") == 0)
 		return cmd_tokenize(argc - 1, argv + 1);
+	if (strcmp(argv[1], "prep") == 0)
+		return cmd_prep(argc - 1, argv + 1);
 #endif
 	fprintf(stderr, "cadre-train: unknown command '%s' (see cadre-train --help)\n", argv[1]);
 	return 2;

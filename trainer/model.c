@@ -491,9 +491,16 @@ layer_forward(const struct bert_model *m, int l, struct layer_acts *A,
 	    N, H, c->ln_eps);
 }
 
-float
-bert_forward(struct bert_model *m, const struct bert_batch *b,
-    uint64_t step, int train, float grad_scale)
+/*
+ * The forward of both entry points. With per_batch the losses' gradients
+ * are dscale_mlm / M and dscale_seq / B (a mean over this micro-batch),
+ * else dscale_mlm and dscale_seq per position and sequence as given (a
+ * mean over a larger batch whose counts the caller knows). The division
+ * stays where it was so that bert_forward's bits do not change.
+ */
+static float
+forward_impl(struct bert_model *m, const struct bert_batch *b, uint64_t step,
+    int train, int keep, int per_batch, float dscale_mlm, float dscale_seq)
 {
 	const struct bert_config	*c = &m->cfg;
 	struct bert_acts		*a = &m->a;
@@ -551,25 +558,46 @@ bert_forward(struct bert_model *m, const struct bert_batch *b,
 			matmul_forward(a->mlm_logits, a->tl, p->wte, p->dec_b,
 			    M, H, c->vocab);
 			sum = crossentropy_forward_backward(
-			    grad_scale != 0.0f ? a->dmlm_logits : NULL, a->losses,
-			    a->mlm_logits, a->mtarget, M, c->vocab, grad_scale / (float)M);
+			    keep ? a->dmlm_logits : NULL, a->losses,
+			    a->mlm_logits, a->mtarget, M, c->vocab,
+			    per_batch ? dscale_mlm / (float)M : dscale_mlm);
+			m->mlm_sum = sum;
 			m->mlm_loss = (float)(sum / M);
-		} else
+		} else {
+			m->mlm_sum = 0.0;
 			m->mlm_loss = 0.0f;
+		}
 	} else {
 		C = c->num_labels;
 		memcpy(a->pooled_d, a->pooled, (size_t)B * H * sizeof(float));
 		k = dkey(m, step, c->layers, DROPOUT_CLASSIFIER, c->hidden_dropout, train);
 		dropout_apply(&k, 0, a->pooled_d, (uint64_t)B * H);
 		matmul_forward(a->seq_logits, a->pooled_d, p->cls_w, p->cls_b, B, H, C);
+		m->mlm_sum = 0.0;
 		m->mlm_loss = 0.0f;
 	}
 	sum = crossentropy_forward_backward(
-	    grad_scale != 0.0f ? a->dseq_logits : NULL, a->losses, a->seq_logits,
-	    b->seq_labels, B, C, grad_scale / (float)B);
+	    keep ? a->dseq_logits : NULL, a->losses, a->seq_logits,
+	    b->seq_labels, B, C, per_batch ? dscale_seq / (float)B : dscale_seq);
+	m->seq_sum = sum;
 	m->seq_loss = (float)(sum / B);
 	m->loss = m->mlm_loss + m->seq_loss;
 	return m->loss;
+}
+
+float
+bert_forward(struct bert_model *m, const struct bert_batch *b,
+    uint64_t step, int train, float grad_scale)
+{
+	return forward_impl(m, b, step, train, grad_scale != 0.0f, 1, grad_scale,
+	    grad_scale);
+}
+
+float
+bert_forward_scaled(struct bert_model *m, const struct bert_batch *b,
+    uint64_t step, int train, float mlm_scale, float seq_scale)
+{
+	return forward_impl(m, b, step, train, 1, 0, mlm_scale, seq_scale);
 }
 
 /* ---------------------------------------------------------------- backward */

@@ -116,6 +116,7 @@ struct bert_model {
 	uint64_t		 dropout_seed;
 	struct bert_acts	 a;
 	float			 loss, mlm_loss, seq_loss;
+	double			 mlm_sum, seq_sum;	/* the summed cross-entropies */
 };
 
 /* Builds the table and the two allocations; parameters are zero. */
@@ -137,6 +138,15 @@ void bert_init_weights(struct bert_model *m, uint64_t seed, float std, int rando
  */
 float bert_forward(struct bert_model *m, const struct bert_batch *b,
     uint64_t micro_step, int train, float grad_scale);
+/*
+ * The same with the losses' gradients scaled per labelled MLM position
+ * (mlm_scale) and per sequence (seq_scale), for a loss that is a mean over
+ * more than this micro-batch: 1 / (labelled positions of the global batch)
+ * and 1 / (its sequences). The gradients are always kept. m->mlm_sum and
+ * m->seq_sum get the summed cross-entropies.
+ */
+float bert_forward_scaled(struct bert_model *m, const struct bert_batch *b,
+    uint64_t step, int train, float mlm_scale, float seq_scale);
 /* Adds this micro-batch's gradients into m->grads_mem. */
 void bert_backward(struct bert_model *m, const struct bert_batch *b,
     uint64_t micro_step, int train);

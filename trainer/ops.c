@@ -474,3 +474,36 @@ residual_forward(float *out, const float *a, const float *b, int64_t n)
 	for (i = 0; i < n; i++)
 		out[i] = a[i] + b[i];
 }
+
+void
+ops_set_threads(int n)
+{
+	if (n <= 0)
+		return;
+#ifdef _OPENMP
+	omp_set_num_threads(n);
+#endif
+#ifdef HAVE_OPENBLAS
+	openblas_set_num_threads(n);
+#endif
+}
+
+int
+ops_threads(void)
+{
+#ifdef _OPENMP
+	return omp_get_max_threads();
+#else
+	return 1;
+#endif
+}
+
+const char *
+ops_blas_core(void)
+{
+#ifdef HAVE_OPENBLAS
+	return openblas_get_corename();
+#else
+	return "none";
+#endif
+}

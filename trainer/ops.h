@@ -66,4 +66,11 @@ double crossentropy_forward_backward(float *dlogits, double *losses,
 /* out = a + b, element-wise. */
 void residual_forward(float *out, const float *a, const float *b, int64_t n);
 
+/* The thread pools: n (> 0) threads for OpenMP and OpenBLAS both; the
+ * count in use; OpenBLAS's kernel family ("SkylakeX"), or "none" when
+ * built without it (plain loops). */
+void ops_set_threads(int n);
+int ops_threads(void);
+const char *ops_blas_core(void);
+
 #endif

@@ -447,15 +447,17 @@ wordpiece(const struct tokenizer *t, struct tok_state *st)
 		while (end > start && end < n && ((unsigned char)w[end] & 0xc0) == 0x80)
 			end--;
 		id = -1;
+		/* w + start - 2 is st->buf + start: indexing from buf keeps
+		 * the arithmetic unsigned and in range when start is 1. */
 		if (start > 0) {
-			w[start - 2] = '#';
-			w[start - 1] = '#';
+			st->buf[start] = '#';
+			st->buf[start + 1] = '#';
 		}
 		while (end > start) {
 			if (start == 0)
 				id = tok_lookup(t, w, end);
 			else
-				id = tok_lookup(t, w + start - 2, end - start + 2);
+				id = tok_lookup(t, st->buf + start, end - start + 2);
 			if (id >= 0)
 				break;
 			end--;

@@ -43,13 +43,13 @@ for i in 1 2 3 4; do start_agent "$rd" node$i 127.0.1.$i; done
 
 # shellcheck disable=SC2086
 timeout 120 "$agent" launch --run-dir "$rd" --nodes 'node[1-4]' \
-	--startup-timeout 20s $mpi -- "$hello" --fail 2:3 >"$work/out" 2>"$work/err"; rc=$?
+	--startup-timeout 20s $mpi -- "$hello" --fail 2:4 >"$work/out" 2>"$work/err"; rc=$?
 [ "$rc" = 1 ] || fail "failing rank: status $rc: $(cat "$work/err")"
-grep -q "rank 2 on node3 exited with status 3" "$work/err" || fail "message: $(cat "$work/err")"
+grep -q "rank 2 on node3 exited with status 4" "$work/err" || fail "message: $(cat "$work/err")"
 grep -q '"reason": "failed"' "$rd/status.json" || fail "status.json reason"
 grep -q '"failed_rank": 2' "$rd/status.json" || fail "status.json failed_rank"
 grep -q '"failed_node": "node3"' "$rd/status.json" || fail "status.json failed_node"
-ok "rank 2 exits 3: launch fails (1) naming rank 2 on node3"
+ok "rank 2 exits 4: launch fails (1) naming rank 2 on node3"
 
 for i in 1 2 3 4; do eval "wait_exit 10 \$pid_node$i" || fail "agent node$i did not stop"; done
 rm -f "$rd/status.json"

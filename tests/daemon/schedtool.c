@@ -1,15 +1,23 @@
 /*
  * A test driver for the daemon's scheduler backends and job scripts, so
  * that shell tests can use them against a real Slurm:
- *   schedtool render slurm|slurm-rest|pbs TEMPLATES SPEC RUN_INDEX RUN_DIR OUT
+ *   schedtool render slurm|slurm-rest|pbs|local TEMPLATES SPEC RUN_INDEX RUN_DIR OUT
+ *   schedtool train-json SPEC RUN_INDEX RUN_DIR OUT     writes train.json
  *   schedtool submit TEMPLATES SPEC RUN_INDEX RUN_DIR   renders RUN_DIR/job.sh,
  *                                                       prints the job id
  *   schedtool poll JOB_ID...      one line each: ID STATE EXIT SIGNAL [REASON]
  *   schedtool cancel|requeue|describe JOB_ID
  *   schedtool find JOB_NAME       the newest live job of that name, or none
+ *   schedtool notify MS URL BODY [URL BODY]...   posts through notify.c,
+ *                                 polls up to MS ms in 100 ms slices (or
+ *                                 not at all with MS 0); prints "pending N"
  * The backend is $SCHEDTOOL_BACKEND (default slurm); slurm-rest reaches
  * $SCHEDTOOL_REST_URL with the token in $SLURM_JWT, if any. Scripts call
- * $SCHEDTOOL_AGENT (default /usr/bin/cadre-agent). Exit 0 on success,
+ * $SCHEDTOOL_AGENT (default /usr/bin/cadre-agent) and $SCHEDTOOL_TRAINER
+ * (default /usr/bin/cadre-train). The local backend keeps its records in
+ * $SCHEDTOOL_LOCAL_DIR, runs nothing with $SCHEDTOOL_DRY=1 and counts
+ * $SCHEDTOOL_LOCAL_SECOND_MS milliseconds to a second of time limit
+ * (tests shorten it). Exit 0 on success,
  * 1 on failure, 2 on usage errors.
  */
 #include "config.h"
@@ -22,6 +30,7 @@
 #include "error.h"
 #include "jobscript.h"
 #include "log.h"
+#include "notify.h"
 #include "scheduler.h"
 #include "spec.h"
 #include "strutil.h"
@@ -30,8 +39,8 @@
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: schedtool render|submit|poll|cancel|requeue|"
-	    "describe ...\n");
+	fprintf(stderr, "usage: schedtool render|train-json|submit|poll|cancel|"
+	    "requeue|describe|find|notify ...\n");
 	return 2;
 }
 
@@ -59,7 +68,8 @@ load_run(const char *spec, const char *index, const char *run_dir,
 	    spec_run_id(spec_plan_run(*pp, (size_t)idx)));
 	jobscript_from_run(*sp, spec_plan_run(*pp, (size_t)idx), run_dir, name,
 	    getenv("SCHEDTOOL_AGENT") != NULL ? getenv("SCHEDTOOL_AGENT") :
-	    "/usr/bin/cadre-agent", "/usr/bin/cadre-train", js);
+	    "/usr/bin/cadre-agent", getenv("SCHEDTOOL_TRAINER") != NULL ?
+	    getenv("SCHEDTOOL_TRAINER") : "/usr/bin/cadre-train", js);
 	r = 0;
 out:
 	diags_free(&d);
@@ -83,6 +93,7 @@ do_render(int argc, char **argv)
 		goto out;
 	if (jobscript_write(strcmp(argv[2], "pbs") == 0 ? JOBSCRIPT_PBS :
 	    strcmp(argv[2], "slurm-rest") == 0 ? JOBSCRIPT_SLURMREST :
+	    strcmp(argv[2], "local") == 0 ? JOBSCRIPT_LOCAL :
 	    JOBSCRIPT_SLURM, argv[3], &js, argv[7], err, sizeof err) != 0) {
 		fprintf(stderr, "schedtool: %s\n", err);
 		goto out;
@@ -116,7 +127,8 @@ do_submit(struct sched *sc, int argc, char **argv)
 	js.job.script = script;
 	if (jobscript_write(strcmp(sc->ops->name, "slurm-rest") == 0 ?
 	    JOBSCRIPT_SLURMREST : strcmp(sc->ops->name, "pbs") == 0 ?
-	    JOBSCRIPT_PBS : JOBSCRIPT_SLURM, argv[2], &js, script, err,
+	    JOBSCRIPT_PBS : strcmp(sc->ops->name, "local") == 0 ?
+	    JOBSCRIPT_LOCAL : JOBSCRIPT_SLURM, argv[2], &js, script, err,
 	    sizeof err) != 0) {
 		fprintf(stderr, "schedtool: %s\n", err);
 		goto out;
@@ -130,6 +142,35 @@ do_submit(struct sched *sc, int argc, char **argv)
 out:
 	free(id);
 	free(script);
+	spec_plan_free(p);
+	spec_free(s);
+	return r;
+}
+
+/* train-json SPEC RUN_INDEX RUN_DIR OUT */
+static int
+do_train_json(int argc, char **argv)
+{
+	struct spec		*s = NULL;
+	struct spec_plan	*p = NULL;
+	struct jobscript	 js;
+	char			 err[JOBSCRIPT_ERR_MAX], name[JOBSCRIPT_NAME_MAX];
+	int64_t			 idx;
+	int			 r = 1;
+
+	if (argc != 6)
+		return usage();
+	if (load_run(argv[2], argv[3], argv[4], &s, &p, &js, name,
+	    sizeof name) != 0)
+		goto out;
+	(void)str_to_int64(argv[3], &idx);
+	if (jobscript_write_train_json(s, spec_plan_run(p, (size_t)idx),
+	    argv[4], argv[5], err, sizeof err) != 0) {
+		fprintf(stderr, "schedtool: %s\n", err);
+		goto out;
+	}
+	r = 0;
+out:
 	spec_plan_free(p);
 	spec_free(s);
 	return r;
@@ -156,6 +197,32 @@ do_poll(struct sched *s, int argc, char **argv)
 	return 0;
 }
 
+/* notify MS URL BODY [URL BODY]... */
+static int
+do_notify(int argc, char **argv)
+{
+	struct notifier	*n;
+	int64_t		 ms, waited;
+	int		 i, r = 0;
+
+	if (argc < 5 || (argc - 3) % 2 != 0 || str_to_int64(argv[2], &ms) != 0)
+		return usage();
+	if ((n = notify_new()) == NULL)
+		return 1;
+	for (i = 3; i + 1 < argc; i += 2) {
+		if (notify_post(n, argv[i], argv[i + 1]) != 0) {
+			fprintf(stderr, "schedtool: notify_post refused %s\n",
+			    argv[i]);
+			r = 1;
+		}
+	}
+	for (waited = 0; waited < ms && notify_pending(n) > 0; waited += 100)
+		notify_poll(n, 100);
+	printf("pending %zu\n", notify_pending(n));
+	notify_free(n);
+	return r;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -170,6 +237,10 @@ main(int argc, char **argv)
 		return usage();
 	if (strcmp(argv[1], "render") == 0)
 		return do_render(argc, argv);
+	if (strcmp(argv[1], "train-json") == 0)
+		return do_train_json(argc, argv);
+	if (strcmp(argv[1], "notify") == 0)
+		return do_notify(argc, argv);
 	if (argc < 3)
 		return usage();
 	memset(&cfg, 0, sizeof cfg);
@@ -177,6 +248,11 @@ main(int argc, char **argv)
 	cfg.rest_url = getenv("SCHEDTOOL_REST_URL");
 	cfg.token_env = "SLURM_JWT";
 	cfg.cmd_timeout = 20;
+	cfg.local_dir = getenv("SCHEDTOOL_LOCAL_DIR");
+	cfg.dry = getenv("SCHEDTOOL_DRY") != NULL &&
+	    strcmp(getenv("SCHEDTOOL_DRY"), "1") == 0;
+	if (getenv("SCHEDTOOL_LOCAL_SECOND_MS") != NULL)
+		cfg.local_second_ms = atoi(getenv("SCHEDTOOL_LOCAL_SECOND_MS"));
 	if ((r = sched_open(backend != NULL ? backend : "slurm", &cfg,
 	    &s)) != 0) {
 		fprintf(stderr, "schedtool: %s\n", cadre_strerror(r));

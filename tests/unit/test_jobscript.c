@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "error.h"
 #include "jobscript.h"
+#include "json.h"
+#include "spec.h"
 #include "xmalloc.h"
 
 /* Values a spec or a path could carry into a script. */
@@ -259,6 +262,27 @@ START_TEST(test_render_template_errors)
 }
 END_TEST
 
+/* stage.to: launch gets --stage DATA:STAGE_TO (one word), nothing
+ * without it; a ':' in either path is refused (launch splits at it). */
+START_TEST(test_render_stage)
+{
+	struct jobscript	 js;
+	char			*out;
+
+	sample(&js);
+	out = render(JOBSCRIPT_SLURM, "launch @STAGE@ --", &js, 0);
+	ck_assert_str_eq(out, "launch  --");
+	free(out);
+	js.stage_src = "/lustre/shards";
+	js.stage_dst = "/local/it's";
+	out = render(JOBSCRIPT_SLURM, "launch @STAGE@ --", &js, 0);
+	ck_assert_str_eq(out, "launch --stage '/lustre/shards:/local/it'\\''s' --");
+	free(out);
+	js.stage_src = "/a:b";
+	render(JOBSCRIPT_SLURM, "launch @STAGE@ --", &js, CADRE_ERR_INVALID);
+}
+END_TEST
+
 /* Hostile values through a rendered script and bash: bash -n accepts it,
  * and running it prints every value back unchanged. */
 START_TEST(test_render_hostile)
@@ -326,6 +350,207 @@ START_TEST(test_render_hostile)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- train.json */
+
+/* Parses spec text (as the file /exp/t.yaml) and writes run idx's
+ * train.json into a fresh directory; returns the parsed JSON. */
+static json_t *
+train_json(const char *text, size_t idx, const char *run_dir)
+{
+	struct diags		 d;
+	struct spec		*s = NULL;
+	struct spec_plan	*p = NULL;
+	char			 dir[] = "/tmp/test_jobscript.XXXXXX", *path = NULL,
+				 err[JOBSCRIPT_ERR_MAX];
+	json_t			*j = NULL;
+	struct stat		 st;
+
+	diags_init(&d);
+	ck_assert_int_eq(spec_parse("/exp/t.yaml", text, strlen(text), &d, &s),
+	    0);
+	ck_assert_int_eq(spec_expand(s, &d, &p), 0);
+	ck_assert_uint_gt(spec_plan_nruns(p), idx);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	xasprintf(&path, "%s/train.json", dir);
+	ck_assert_int_eq(jobscript_write_train_json(s, spec_plan_run(p, idx),
+	    run_dir, path, err, sizeof err), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_eq(cjson_load_file(path, 1 << 20, &j, NULL), 0);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+	free(path);
+	spec_plan_free(p);
+	spec_free(s);
+	diags_free(&d);
+	return j;
+}
+
+static const char *
+jstr(const json_t *o, const char *key)
+{
+	const json_t	*v = json_object_get(o, key);
+
+	ck_assert_msg(json_is_string(v), "%s: not a string", key);
+	return json_string_value(v);
+}
+
+static json_int_t
+jint(const json_t *o, const char *key)
+{
+	const json_t	*v = json_object_get(o, key);
+
+	ck_assert_msg(json_is_integer(v), "%s: not an integer", key);
+	return json_integer_value(v);
+}
+
+static double
+jreal(const json_t *o, const char *key)
+{
+	const json_t	*v = json_object_get(o, key);
+
+	ck_assert_msg(json_is_real(v), "%s: not a real", key);
+	return json_real_value(v);
+}
+
+/* A spec with nothing but the required keys: every default resolved. */
+START_TEST(test_train_json_defaults)
+{
+	json_t		*j = train_json("version: 1\nname: t\n"
+			    "trainer: { data: shards }\n", 0, "/runs/abc");
+	const json_t	*opt = json_object_get(j, "optimizer");
+
+	ck_assert_uint_eq(json_object_size(j), 23);
+	ck_assert_int_eq(jint(j, "version"), 1);
+	ck_assert_str_eq(jstr(j, "model"), "bert-base");
+	ck_assert_str_eq(jstr(j, "task"), "pretrain");
+	/* relative paths resolve against the spec's directory */
+	ck_assert_str_eq(jstr(j, "data"), "/exp/shards");
+	ck_assert(json_is_null(json_object_get(j, "eval_data")));
+	ck_assert(json_is_null(json_object_get(j, "vocab")));
+	ck_assert(json_is_null(json_object_get(j, "init")));
+	ck_assert_int_eq(jint(j, "seq_len"), 128);
+	ck_assert_int_eq(jint(j, "batch_size"), 32);
+	ck_assert_int_eq(jint(j, "grad_accum"), 1);
+	ck_assert_int_eq(jint(j, "steps"), 1000);
+	ck_assert_str_eq(jstr(j, "precision"), "fp32");
+	ck_assert_uint_eq(json_object_size(opt), 9);
+	ck_assert_str_eq(jstr(opt, "name"), "adamw");
+	ck_assert(jreal(opt, "lr") == 1e-4);
+	ck_assert(jreal(opt, "weight_decay") == 0.01);
+	ck_assert(jreal(opt, "beta1") == 0.9);
+	ck_assert(jreal(opt, "beta2") == 0.999);
+	ck_assert(jreal(opt, "eps") == 1e-6);
+	ck_assert(jreal(opt, "warmup") == 0.01);
+	ck_assert_str_eq(jstr(opt, "schedule"), "linear");
+	ck_assert(jreal(opt, "power") == 1);
+	ck_assert(jreal(j, "grad_clip") == 1);
+	ck_assert(json_is_false(json_object_get(j, "grad_checkpointing")));
+	ck_assert(jreal(j, "dropout") == 0.1);
+	ck_assert_int_eq(jint(j, "checkpoint_every"), 1200);
+	ck_assert_int_eq(jint(j, "keep_checkpoints"), 2);
+	ck_assert_int_eq(jint(j, "log_every"), 10);
+	ck_assert_int_eq(jint(j, "seed"), 42);
+	ck_assert_int_eq(jint(j, "skip_steps"), 100);
+	ck_assert_str_eq(jstr(j, "out"), "/runs/abc");
+	ck_assert_str_eq(jstr(j, "resume"), "auto");
+	json_decref(j);
+}
+END_TEST
+
+/* An explicit model goes over as resolved dimensions; matrix values are
+ * the run's own; the classify task and set paths pass through. */
+START_TEST(test_train_json_explicit)
+{
+	static const char	 text[] =
+	    "version: 1\nname: t\n"
+	    "resources: { gpus_per_node: 1 }\n"
+	    "trainer:\n"
+	    "  model: { layers: 3, hidden: 96, heads: 4 }\n"
+	    "  task: classify\n"
+	    "  data: /d/train\n  eval_data: ../eval\n"
+	    "  vocab: /v/vocab.txt\n  init: /ckpt/hf\n"
+	    "  precision: bf16\n  grad_checkpointing: true\n"
+	    "  checkpoint_every: 90s\n  seed: 4294967295\n"
+	    "  optimizer: { name: lamb, lr: 6e-3, schedule: poly, power: 0.5 }\n"
+	    "measure: { skip_steps: 0 }\n"
+	    "matrix:\n  trainer.batch_size: [8, 16]\n";
+	json_t			*j = train_json(text, 1, "/r/it's here");
+	const json_t		*m = json_object_get(j, "model");
+	const json_t		*opt = json_object_get(j, "optimizer");
+
+	ck_assert(json_is_object(m));
+	ck_assert_uint_eq(json_object_size(m), 6);
+	ck_assert_int_eq(jint(m, "layers"), 3);
+	ck_assert_int_eq(jint(m, "hidden"), 96);
+	ck_assert_int_eq(jint(m, "heads"), 4);
+	ck_assert_int_eq(jint(m, "intermediate"), 384);
+	ck_assert_int_eq(jint(m, "vocab_size"), 30522);
+	ck_assert_int_eq(jint(m, "max_position"), 512);
+	ck_assert_str_eq(jstr(j, "task"), "classify");
+	ck_assert_str_eq(jstr(j, "data"), "/d/train");
+	ck_assert_str_eq(jstr(j, "eval_data"), "/exp/../eval");
+	ck_assert_str_eq(jstr(j, "vocab"), "/v/vocab.txt");
+	ck_assert_str_eq(jstr(j, "init"), "/ckpt/hf");
+	ck_assert_int_eq(jint(j, "batch_size"), 16);
+	ck_assert_str_eq(jstr(j, "precision"), "bf16");
+	ck_assert(json_is_true(json_object_get(j, "grad_checkpointing")));
+	ck_assert_int_eq(jint(j, "checkpoint_every"), 90);
+	ck_assert_int_eq(jint(j, "seed"), 4294967295LL);
+	ck_assert_int_eq(jint(j, "skip_steps"), 0);
+	ck_assert_str_eq(jstr(opt, "name"), "lamb");
+	ck_assert(jreal(opt, "lr") == 6e-3);
+	ck_assert_str_eq(jstr(opt, "schedule"), "poly");
+	ck_assert(jreal(opt, "power") == 0.5);
+	ck_assert_str_eq(jstr(j, "out"), "/r/it's here");
+	json_decref(j);
+}
+END_TEST
+
+/* With stage.to the trainer reads the node-local copy. */
+START_TEST(test_train_json_stage)
+{
+	json_t	*j = train_json("version: 1\nname: t\n"
+		    "trainer: { data: /lustre/shards }\n"
+		    "stage: { to: /local/shards }\n", 0, "/runs/abc");
+
+	ck_assert_str_eq(jstr(j, "data"), "/local/shards");
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_train_json_bad)
+{
+	struct diags		 d;
+	struct spec		*s = NULL;
+	struct spec_plan	*p = NULL;
+	static const char	 text[] = "version: 1\nname: t\n"
+				    "trainer: { data: /d }\n";
+	char			 err[JOBSCRIPT_ERR_MAX];
+
+	diags_init(&d);
+	ck_assert_int_eq(spec_parse("/exp/t.yaml", text, strlen(text), &d, &s),
+	    0);
+	ck_assert_int_eq(spec_expand(s, &d, &p), 0);
+	err[0] = '\0';
+	ck_assert_int_eq(jobscript_write_train_json(s, spec_plan_run(p, 0),
+	    "relative", "/nonexistent/train.json", err, sizeof err),
+	    CADRE_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(err, "run dir"));
+	ck_assert_int_eq(jobscript_write_train_json(s, spec_plan_run(p, 0),
+	    "/r/\xff\xfe", "/nonexistent/train.json", err, sizeof err),
+	    CADRE_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(err, "UTF-8"));
+	ck_assert_int_eq(jobscript_write_train_json(s, spec_plan_run(p, 0),
+	    "/r", "/nonexistent/dir/train.json", err, sizeof err),
+	    CADRE_ERR_SYSTEM);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/dir/train.json"));
+	spec_plan_free(p);
+	spec_free(s);
+	diags_free(&d);
+}
+END_TEST
+
 static Suite *
 jobscript_suite(void)
 {
@@ -339,7 +564,12 @@ jobscript_suite(void)
 	tcase_add_test(tc, test_check_job);
 	tcase_add_test(tc, test_render_directives);
 	tcase_add_test(tc, test_render_template_errors);
+	tcase_add_test(tc, test_render_stage);
 	tcase_add_loop_test(tc, test_render_hostile, 0, nh);
+	tcase_add_test(tc, test_train_json_defaults);
+	tcase_add_test(tc, test_train_json_explicit);
+	tcase_add_test(tc, test_train_json_bad);
+	tcase_add_test(tc, test_train_json_stage);
 	suite_add_tcase(s, tc);
 	return s;
 }

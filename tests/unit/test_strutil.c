@@ -285,6 +285,45 @@ START_TEST(test_hash)
 }
 END_TEST
 
+/* $NAME and ${NAME} at the start of a path, from the environment. */
+START_TEST(test_path_expand_env)
+{
+	char	*o, *v;
+
+	setenv("CADRE_T_DIR", "/local/x", 1);
+	setenv("CADRE_T_REL", "rel", 1);
+	unsetenv("CADRE_T_NONE");
+	ck_assert_int_eq(path_expand_env("/a/b", &o, NULL), 0);
+	ck_assert_str_eq(o, "/a/b");
+	free(o);
+	ck_assert_int_eq(path_expand_env("$CADRE_T_DIR/shards", &o, NULL), 0);
+	ck_assert_str_eq(o, "/local/x/shards");
+	free(o);
+	ck_assert_int_eq(path_expand_env("${CADRE_T_DIR}/s", &o, NULL), 0);
+	ck_assert_str_eq(o, "/local/x/s");
+	free(o);
+	ck_assert_int_eq(path_expand_env("$CADRE_T_DIR", &o, NULL), 0);
+	ck_assert_str_eq(o, "/local/x");
+	free(o);
+	ck_assert_int_eq(path_expand_env("$CADRE_T_NONE/s", &o, &v),
+	    CADRE_ERR_NOT_FOUND);
+	ck_assert_ptr_null(o);
+	ck_assert_str_eq(v, "CADRE_T_NONE");
+	free(v);
+	ck_assert_int_eq(path_expand_env("$CADRE_T_REL/s", &o, NULL),
+	    CADRE_ERR_INVALID);
+	ck_assert_int_eq(path_expand_env("$CADRE_T_DIRx/s", &o, NULL),
+	    CADRE_ERR_NOT_FOUND);
+	ck_assert_int_eq(path_expand_env("${CADRE_T_DIR/s", &o, NULL),
+	    CADRE_ERR_INVALID);
+	ck_assert_int_eq(path_expand_env("$/s", &o, NULL), CADRE_ERR_INVALID);
+	ck_assert_int_eq(path_expand_env("${}/s", &o, NULL), CADRE_ERR_INVALID);
+	ck_assert_int_eq(path_expand_env("$CADRE_T_DIR.x", &o, NULL),
+	    CADRE_ERR_INVALID);
+	ck_assert_ptr_null(o);
+}
+END_TEST
+
 static Suite *
 strutil_suite(void)
 {
@@ -299,6 +338,7 @@ strutil_suite(void)
 	tcase_add_test(tc, test_double);
 	tcase_add_test(tc, test_is_name);
 	tcase_add_test(tc, test_hash);
+	tcase_add_test(tc, test_path_expand_env);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,1813 @@
+/* The monitor: cadred's policy (daemon/monitor.h). */
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "diag.h"
+#include "duration.h"
+#include "error.h"
+#include "jobscript.h"
+#include "json.h"
+#include "log.h"
+#include "monitor.h"
+#include "notify.h"
+#include "paths.h"
+#include "proto.h"
+#include "sha256.h"
+#include "spec.h"
+#include "state.h"
+#include "strutil.h"
+#include "xmalloc.h"
+
+#ifndef BINDIR
+#define BINDIR	"/usr/local/bin"
+#endif
+#ifndef DATADIR
+#define DATADIR	"/usr/local/share/cadre"
+#endif
+
+/* Jobs handed to the scheduler per tick: a 10,000-run submission does
+ * not keep the loop from its clients. */
+#define SUBMIT_PER_TICK		32
+/* Polls in a row that do not find a job without a status.json before
+ * the run is given up as lost (a job just submitted can be missing from
+ * a lagging squeue once). */
+#define UNKNOWN_POLLS_MAX	3
+
+/* ---------------------------------------------------------------- config */
+
+/*
+ * Where a program the runs need lives when the config does not say: next
+ * to the running cadre or cadred when it is there (a build tree, or any
+ * install prefix), else the configured bindir. So build/release/cadre run
+ * uses build/release/cadre-agent, not an older installed one.
+ */
+static char *
+default_program(const char *name)
+{
+	char	 self[4096], *slash, *p;
+	ssize_t	 n;
+
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')) != NULL) {
+			*slash = '\0';
+			xasprintf(&p, "%s/%s", self, name);
+			if (access(p, X_OK) == 0)
+				return p;
+			free(p);
+		}
+	}
+	xasprintf(&p, "%s/%s", BINDIR, name);
+	return p;
+}
+
+/* The installed templates, else (an uninstalled build) the source tree's. */
+static char *
+default_templates(void)
+{
+#ifdef ABS_TOP_SRCDIR
+	if (access(DATADIR "/templates/slurm.sh.in", R_OK) != 0 &&
+	    access(ABS_TOP_SRCDIR "/etc/templates/slurm.sh.in", R_OK) == 0)
+		return xstrdup(ABS_TOP_SRCDIR "/etc/templates");
+#endif
+	return xstrdup(DATADIR "/templates");
+}
+
+void
+monitor_config_init(struct monitor_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->poll_interval = 5;
+	c->agent = default_program("cadre-agent");
+	c->trainer = default_program("cadre-train");
+	c->templates = default_templates();
+	c->backoff_cap = 3600;
+}
+
+void
+monitor_config_free(struct monitor_config *c)
+{
+	free(c->bindir);
+	free(c->agent);
+	free(c->trainer);
+	free(c->templates);
+	free(c->log_level);
+	memset(c, 0, sizeof *c);
+}
+
+static void
+config_copy(struct monitor_config *dst, const struct monitor_config *src)
+{
+	*dst = *src;
+	dst->bindir = src->bindir != NULL ? xstrdup(src->bindir) : NULL;
+	dst->agent = src->agent != NULL ? xstrdup(src->agent) : NULL;
+	dst->trainer = src->trainer != NULL ? xstrdup(src->trainer) : NULL;
+	dst->templates = src->templates != NULL ? xstrdup(src->templates) :
+	    NULL;
+	dst->log_level = src->log_level != NULL ? xstrdup(src->log_level) :
+	    NULL;
+}
+
+enum config_type { CFG_SECONDS, CFG_INT, CFG_PATH, CFG_BOOL, CFG_LEVEL };
+
+static const struct {
+	const char		*key;
+	enum config_type	 type;
+	size_t			 off;
+	double			 min, max;
+} config_keys[] = {
+	{ "poll_interval", CFG_SECONDS, offsetof(struct monitor_config,
+	    poll_interval), 0.05, 3600 },
+	{ "bindir", CFG_PATH, offsetof(struct monitor_config, bindir), 0, 0 },
+	{ "agent", CFG_PATH, offsetof(struct monitor_config, agent), 0, 0 },
+	{ "trainer", CFG_PATH, offsetof(struct monitor_config, trainer), 0, 0 },
+	{ "templates", CFG_PATH, offsetof(struct monitor_config, templates),
+	    0, 0 },
+	{ "cmd_timeout", CFG_INT, offsetof(struct monitor_config,
+	    cmd_timeout), 1, 3600 },
+	{ "backoff_cap", CFG_SECONDS, offsetof(struct monitor_config,
+	    backoff_cap), 0, 86400 * 7 },
+	{ "dry", CFG_BOOL, offsetof(struct monitor_config, dry), 0, 1 },
+	{ "log_level", CFG_LEVEL, offsetof(struct monitor_config, log_level),
+	    0, 0 },
+};
+#define NCONFIG_KEYS	(sizeof config_keys / sizeof config_keys[0])
+
+static char *
+trim(char *s)
+{
+	char	*e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+int
+monitor_config_parse(const char *name, const char *text, size_t len,
+    struct monitor_config *c, char *err, size_t errlen)
+{
+	struct monitor_config	 n;
+	enum log_level		 lvl;
+	const char		*p, *end;
+	char			*line = NULL, *key, *val, *eq, **sp;
+	size_t			 lineno = 0, i, bad;
+	double			 d;
+	int64_t			 v;
+	int			 rc = 0;
+
+	if (len > MONITOR_CONFIG_MAX)
+		return cadre_errf(err, errlen, CADRE_ERR_TOO_LARGE, "%s: larger than "
+		    "%zu bytes", name, MONITOR_CONFIG_MAX);
+	if (memchr(text, '\0', len) != NULL || !str_valid_utf8(text, len,
+	    &bad))
+		return cadre_errf(err, errlen, CADRE_ERR_PARSE, "%s: not UTF-8 text",
+		    name);
+	config_copy(&n, c);
+	for (p = text; p < text + len && rc == 0; p = end + 1) {
+		end = memchr(p, '\n', (size_t)(text + len - p));
+		if (end == NULL)
+			end = text + len;
+		lineno++;
+		free(line);
+		line = xstrndup(p, (size_t)(end - p));
+		key = trim(line);
+		if (*key == '\0' || *key == '#')
+			continue;
+		if ((eq = strchr(key, '=')) == NULL) {
+			rc = cadre_errf(err, errlen, CADRE_ERR_PARSE, "%s:%zu: error: "
+			    "expected 'key = value'", name, lineno);
+			break;
+		}
+		*eq = '\0';
+		key = trim(key);
+		val = trim(eq + 1);
+		for (i = 0; i < NCONFIG_KEYS; i++) {
+			if (strcmp(config_keys[i].key, key) == 0)
+				break;
+		}
+		if (i == NCONFIG_KEYS) {
+			rc = cadre_errf(err, errlen, CADRE_ERR_PARSE, "%s:%zu: error: "
+			    "unknown key '%.64s' (known: poll_interval, bindir, "
+			    "agent, trainer, templates, cmd_timeout, backoff_cap, "
+			    "dry, log_level)", name, lineno, key);
+			break;
+		}
+		switch (config_keys[i].type) {
+		case CFG_SECONDS:
+			if (str_to_double(val, &d) != 0 ||
+			    d < config_keys[i].min || d > config_keys[i].max)
+				rc = cadre_errf(err, errlen, CADRE_ERR_PARSE, "%s:%zu: "
+				    "error: %s: expected seconds in %g..%g",
+				    name, lineno, key, config_keys[i].min,
+				    config_keys[i].max);
+			else
+				*(double *)((char *)&n + config_keys[i].off) = d;
+			break;
+		case CFG_INT:
+		case CFG_BOOL:
+			if (str_to_int64(val, &v) != 0 ||
+			    v < (int64_t)config_keys[i].min ||
+			    v > (int64_t)config_keys[i].max)
+				rc = cadre_errf(err, errlen, CADRE_ERR_PARSE, "%s:%zu: "
+				    "error: %s: expected an integer in %g..%g",
+				    name, lineno, key, config_keys[i].min,
+				    config_keys[i].max);
+			else
+				*(int *)((char *)&n + config_keys[i].off) =
+				    (int)v;
+			break;
+		case CFG_PATH:
+			if (val[0] != '/' || strlen(val) >= SPEC_MAX_PATH) {
+				rc = cadre_errf(err, errlen, CADRE_ERR_PARSE, "%s:%zu: "
+				    "error: %s: expected an absolute path", name,
+				    lineno, key);
+				break;
+			}
+			sp = (char **)((char *)&n + config_keys[i].off);
+			free(*sp);
+			*sp = xstrdup(val);
+			break;
+		case CFG_LEVEL:
+			if (log_level_parse(val, &lvl) != 0) {
+				rc = cadre_errf(err, errlen, CADRE_ERR_PARSE, "%s:%zu: "
+				    "error: log_level: expected error, warn, "
+				    "notice, info or debug", name, lineno);
+				break;
+			}
+			sp = (char **)((char *)&n + config_keys[i].off);
+			free(*sp);
+			*sp = xstrdup(val);
+			break;
+		}
+	}
+	free(line);
+	if (rc != 0) {
+		monitor_config_free(&n);
+		return rc;
+	}
+	monitor_config_free(c);
+	*c = n;
+	return 0;
+}
+
+int
+monitor_config_load(const char *path, int missing_ok,
+    struct monitor_config *c, char *err, size_t errlen)
+{
+	struct cbuf	b;
+	int		rc;
+
+	cbuf_init(&b, MONITOR_CONFIG_MAX);
+	if ((rc = cbuf_read_file(&b, path)) != 0) {
+		if (rc == CADRE_ERR_SYSTEM && errno == ENOENT && missing_ok)
+			rc = 0;
+		else if (rc == CADRE_ERR_TOO_LARGE)
+			cadre_errf(err, errlen, rc, "%s: larger than %zu bytes", path,
+			    MONITOR_CONFIG_MAX);
+		else
+			cadre_errf(err, errlen, rc, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = monitor_config_parse(path, b.data != NULL ? b.data : "", b.len,
+	    c, err, errlen);
+out:
+	cbuf_free(&b);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- policy */
+
+void
+monitor_parse_metrics(const char *text, size_t len,
+    struct monitor_progress *p)
+{
+	const char	*line, *end, *stop = text + len;
+	json_t		*o;
+	const char	*ev;
+	int64_t		 step;
+	double		 d;
+	int		 b, have_step = 0, have_sps = 0;
+
+	memset(p, 0, sizeof *p);
+	p->step = -1;
+	/* newest lines first; the first line of a tail may be cut */
+	while (stop > text && (!have_step || !have_sps)) {
+		end = stop;
+		line = end;
+		while (line > text && line[-1] != '\n')
+			line--;
+		stop = line > text ? line - 1 : text;
+		if (end - line < 2)
+			continue;
+		if (cjson_loadb(line, (size_t)(end - line), MONITOR_METRICS_TAIL,
+		    &o, NULL) != 0)
+			continue;
+		if (!json_is_object(o) || cjson_get_string(o, "event",
+		    &ev) != 0) {
+			json_decref(o);
+			continue;
+		}
+		if (!have_step && cjson_get_int(o, "step", &step) == 0 &&
+		    step >= 0) {
+			p->step = step;
+			have_step = 1;
+			if (cjson_get_real(o, "elapsed_s", &d) == 0 && d >= 0)
+				p->elapsed_s = d;
+		}
+		if (strcmp(ev, "summary") == 0 && cjson_get_bool(o, "complete",
+		    &b) == 0 && b)
+			p->complete = 1;
+		if (!have_sps && strcmp(ev, "step") == 0 &&
+		    cjson_get_real(o, "samples_per_s", &d) == 0 &&
+		    isfinite(d) && d >= 0) {
+			p->samples_per_s = d;
+			have_sps = 1;
+		}
+		json_decref(o);
+	}
+}
+
+const char *
+monitor_end_reason(enum sched_state st, const char *sr)
+{
+	static const char *const known[] = { "done", "failed", "node_fail",
+	    "preempted", "startup_timeout", "oom", NULL };
+	size_t	i;
+
+	/* status.json is what the job itself saw; a reason we do not know
+	 * counts as a failure */
+	if (sr != NULL) {
+		for (i = 0; known[i] != NULL; i++) {
+			if (strcmp(sr, known[i]) == 0)
+				break;
+		}
+		if (known[i] == NULL)
+			sr = "failed";
+	}
+	switch (st) {
+	case SCHED_CANCELLED:
+		return "cancelled";
+	case SCHED_TIMEOUT:
+		/* launch saw the warning signal and the trainer
+		 * checkpointed: still a timeout, unless it had finished */
+		return sr != NULL && strcmp(sr, "done") == 0 ? "done" :
+		    "timeout";
+	case SCHED_PREEMPTED:
+		return "preempted";
+	case SCHED_NODE_FAIL:
+		return "node_fail";
+	case SCHED_DONE:
+		return sr != NULL ? sr : "done";
+	case SCHED_FAILED:
+		return sr != NULL ? sr : "failed";
+	default:
+		return sr != NULL ? sr : "lost";
+	}
+}
+
+enum monitor_verdict
+monitor_decide(const struct monitor_end *e, char *why, size_t len)
+{
+	if (strcmp(e->reason, "done") == 0) {
+		snprintf(why, len, "%s", "");
+		return MONITOR_DONE;
+	}
+	if (strcmp(e->reason, "cancelled") == 0) {
+		snprintf(why, len, "cancelled by the scheduler");
+		return MONITOR_CANCELLED;
+	}
+	if (!e->retry_on) {
+		snprintf(why, len, "%s (not in retries.on)", e->reason);
+		return MONITOR_FAILED;
+	}
+	if (e->prev_reason != NULL && strcmp(e->prev_reason, e->reason) == 0 &&
+	    e->step <= e->prev_step) {
+		if (e->step >= 0)
+			snprintf(why, len, "%s twice at step %lld without "
+			    "progress: not retried", e->reason,
+			    (long long)e->step);
+		else
+			snprintf(why, len, "%s twice before the first step: "
+			    "not retried", e->reason);
+		return MONITOR_FAILED;
+	}
+	if (e->attempts > e->retries_max) {
+		snprintf(why, len, "%s; retries exhausted (%lld attempt%s, "
+		    "retries.max %lld)", e->reason, (long long)e->attempts,
+		    e->attempts == 1 ? "" : "s", (long long)e->retries_max);
+		return MONITOR_FAILED;
+	}
+	snprintf(why, len, "%s, attempt %lld of %lld", e->reason,
+	    (long long)e->attempts, (long long)e->retries_max + 1);
+	return MONITOR_REQUEUE;
+}
+
+double
+monitor_backoff(double base, int64_t n, double cap)
+{
+	double	d = base;
+	int64_t	i;
+
+	for (i = 1; i < n && d < cap; i++)
+		d *= 2;
+	return d < cap ? d : cap;
+}
+
+/* ---------------------------------------------------------------- monitor */
+
+struct mbackend {
+	char		*key;	/* "backend|url|token_env" */
+	struct sched	*sched;
+};
+
+struct mexp {
+	char			 id[STATE_ID_MAX];
+	char			*name;
+	char			*backend;
+	struct spec		*spec;
+	struct spec_plan	*plan;
+	struct mbackend		*be;
+	int64_t			 max_concurrent;	/* 0: no limit */
+	int64_t			 retries_max;
+	double			 backoff;
+	char *const		*retry_on;
+	size_t			 nretry_on;
+	const char		*webhook;	/* NULL: none */
+	char *const		*notify_on;
+	size_t			 nnotify_on;
+};
+
+struct mrun {
+	char			 id[SPEC_ID_LEN + 1];
+	struct mexp		*exp;
+	const struct spec_run	*r;
+	char			*run_dir;
+	enum run_state		 state;
+	char			*reason;
+	int64_t			 attempts;
+	char			*job_id;	/* of the last attempt */
+	int			 job_pending;	/* last attempt has no job id yet */
+	double			 not_before;	/* new/requeued: submit after */
+	double			 updated;
+	int			 unknown_polls;
+	/* metrics.jsonl, read again only when it changed */
+	off_t			 m_size;
+	struct timespec		 m_mtime;
+	struct monitor_progress	 prog;
+	int			 m_tried;	/* read at least once */
+	int			 m_final;	/* read since the run ended */
+};
+
+struct monitor {
+	struct state		*st;
+	struct monitor_config	 cfg;
+	struct mexp		**exps;
+	size_t			 nexps;
+	struct mrun		**runs;		/* sorted by id */
+	size_t			 nruns;
+	struct mbackend		**bes;
+	size_t			 nbes;
+	double			 next_poll;
+	double			 unreachable_since;
+	double			 retry_at;	/* after the scheduler was busy */
+	int			 busy_count;
+	int			 more;		/* submissions left over */
+	struct notifier		*notifier;	/* borrowed; NULL: none */
+};
+
+static int
+run_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct mrun *const *)a)->id,
+	    (*(struct mrun *const *)b)->id);
+}
+
+static struct mrun *
+find_run(struct monitor *m, const char *id)
+{
+	struct mrun	 key, *kp = &key, **r;
+
+	if (strlen(id) != SPEC_ID_LEN || m->nruns == 0)
+		return NULL;
+	memcpy(key.id, id, SPEC_ID_LEN + 1);
+	r = bsearch(&kp, m->runs, m->nruns, sizeof *m->runs, run_cmp);
+	return r != NULL ? *r : NULL;
+}
+
+static struct mexp *
+find_exp(struct monitor *m, const char *id)
+{
+	size_t	i;
+
+	for (i = 0; i < m->nexps; i++) {
+		if (strcmp(m->exps[i]->id, id) == 0)
+			return m->exps[i];
+	}
+	/* a name: the newest experiment of that name */
+	for (i = m->nexps; i-- > 0;) {
+		if (strcmp(m->exps[i]->name, id) == 0)
+			return m->exps[i];
+	}
+	return NULL;
+}
+
+static void
+event(struct monitor *m, struct mrun *r, const char *kind, const char *fmt,
+    ...) __attribute__((format(printf, 4, 5)));
+
+static void
+event(struct monitor *m, struct mrun *r, const char *kind, const char *fmt,
+    ...)
+{
+	va_list	 ap;
+	char	*msg;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r != NULL)
+		log_info("run %s: %s: %s", r->id, kind, msg);
+	(void)state_add_event(m->st, r != NULL ? r->exp->id : NULL,
+	    r != NULL ? r->id : NULL, kind, msg);
+	free(msg);
+}
+
+/* The webhook of r's experiment, when notify.on names state s. */
+static void
+notify_change(struct monitor *m, struct mrun *r, enum run_state s,
+    const char *reason)
+{
+	json_t	*o;
+	char	*body;
+	size_t	 i;
+
+	if (m->notifier == NULL || r->exp->webhook == NULL)
+		return;
+	for (i = 0; i < r->exp->nnotify_on; i++) {
+		if (strcmp(r->exp->notify_on[i], run_state_name(s)) == 0)
+			break;
+	}
+	if (i == r->exp->nnotify_on)
+		return;
+	o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "experiment",
+	    r->exp->name, "run", r->id, "state", run_state_name(s), "reason",
+	    reason, "attempt", (json_int_t)r->attempts, "time",
+	    (json_int_t)time(NULL));
+	if (o == NULL)
+		return;
+	body = cjson_dumps_sorted(o);
+	if (body != NULL && notify_post(m->notifier, r->exp->webhook, body) != 0)
+		log_warn("run %s: webhook not sent (URL or body refused)", r->id);
+	free(body);
+	json_decref(o);
+}
+
+void
+monitor_set_notifier(struct monitor *m, struct notifier *n)
+{
+	m->notifier = n;
+}
+
+/* Moves r to state s with reason (NULL: ""), in the database first. */
+static int
+set_state(struct monitor *m, struct mrun *r, enum run_state s,
+    const char *reason)
+{
+	int	rc;
+
+	if (reason == NULL)
+		reason = "";
+	if (r->state == s && strcmp(r->reason, reason) == 0)
+		return 0;
+	if ((rc = state_set_run_state(m->st, r->id, s, reason)) != 0)
+		return rc;
+	event(m, r, run_state_name(s), "%s%s%s", run_state_name(r->state),
+	    " -> ", *reason != '\0' ? reason : run_state_name(s));
+	r->state = s;
+	free(r->reason);
+	r->reason = xstrdup(reason);
+	r->updated = wall_now();
+	notify_change(m, r, s, reason);
+	return 0;
+}
+
+static struct mbackend *
+backend_get(struct monitor *m, const char *name, const char *url,
+    const char *token_env)
+{
+	struct sched_config	 sc;
+	struct mbackend		*be;
+	char			*key;
+	size_t			 i;
+	int			 rc;
+
+	xasprintf(&key, "%s|%s|%s", name, url != NULL ? url : "",
+	    token_env != NULL ? token_env : "");
+	for (i = 0; i < m->nbes; i++) {
+		if (strcmp(m->bes[i]->key, key) == 0) {
+			free(key);
+			return m->bes[i];
+		}
+	}
+	memset(&sc, 0, sizeof sc);
+	sc.bindir = m->cfg.bindir;
+	sc.cmd_timeout = m->cfg.cmd_timeout;
+	sc.rest_url = url;
+	sc.token_env = token_env;
+	sc.dry = m->cfg.dry;
+	be = xcalloc(1, sizeof *be);
+	be->key = key;
+	if ((rc = sched_open(name, &sc, &be->sched)) != 0)
+		log_error("backend %s: %s", name, cadre_strerror(rc));
+	m->bes = xreallocarray(m->bes, m->nbes + 1, sizeof *m->bes);
+	m->bes[m->nbes++] = be;
+	return be;
+}
+
+static void
+backends_close(struct monitor *m)
+{
+	size_t	i;
+
+	for (i = 0; i < m->nbes; i++) {
+		sched_close(m->bes[i]->sched);
+		free(m->bes[i]->key);
+		free(m->bes[i]);
+	}
+	free(m->bes);
+	m->bes = NULL;
+	m->nbes = 0;
+}
+
+static void
+exp_free(struct mexp *e)
+{
+	if (e == NULL)
+		return;
+	spec_plan_free(e->plan);
+	spec_free(e->spec);
+	free(e->name);
+	free(e->backend);
+	free(e);
+}
+
+static void
+run_free(struct mrun *r)
+{
+	if (r == NULL)
+		return;
+	free(r->run_dir);
+	free(r->reason);
+	free(r->job_id);
+	free(r);
+}
+
+/* Parses and expands a spec: 0 with *sp and *pp, or CADRE_ERR_INVALID with
+ * the diagnostics in err. */
+static int
+load_spec(const char *path, const char *text, size_t len, struct spec **sp,
+    struct spec_plan **pp, char *err, size_t errlen)
+{
+	struct diags	 d;
+	char		*buf = NULL;
+	size_t		 blen = 0;
+	FILE		*fp;
+	int		 rc;
+
+	*sp = NULL;
+	*pp = NULL;
+	diags_init(&d);
+	if ((rc = spec_parse(path, text, len, &d, sp)) == 0)
+		rc = spec_expand(*sp, &d, pp);
+	if (rc != 0) {
+		diags_sort(&d);
+		if ((fp = open_memstream(&buf, &blen)) != NULL) {
+			diags_print(&d, fp);
+			fclose(fp);
+		}
+		cadre_errf(err, errlen, CADRE_ERR_INVALID, "%s", buf != NULL ? buf :
+		    "invalid spec");
+		free(buf);
+		spec_free(*sp);
+		*sp = NULL;
+		rc = CADRE_ERR_INVALID;
+	}
+	diags_free(&d);
+	return rc;
+}
+
+static struct mexp *
+exp_new(struct monitor *m, const char *id, struct spec *s,
+    struct spec_plan *p)
+{
+	struct mexp	*e = xcalloc(1, sizeof *e);
+
+	snprintf(e->id, sizeof e->id, "%s", id);
+	e->spec = s;
+	e->plan = p;
+	e->name = xstrdup(spec_get_string(s, SPEC_K_NAME));
+	e->backend = xstrdup(spec_get_string(s, SPEC_K_SCHED_BACKEND));
+	e->max_concurrent = spec_get_int(s, SPEC_K_SCHED_MAX_CONCURRENT);
+	e->retries_max = spec_get_int(s, SPEC_K_RETRIES_MAX);
+	e->backoff = (double)spec_get_int(s, SPEC_K_RETRIES_BACKOFF);
+	e->retry_on = spec_get_list(s, SPEC_K_RETRIES_ON, &e->nretry_on);
+	e->webhook = spec_get_string(s, SPEC_K_NOTIFY_WEBHOOK);
+	e->notify_on = spec_get_list(s, SPEC_K_NOTIFY_ON, &e->nnotify_on);
+	e->be = backend_get(m, e->backend, spec_get_string(s,
+	    SPEC_K_SCHED_REST_URL), spec_get_string(s,
+	    SPEC_K_SCHED_REST_TOKEN_ENV));
+	m->exps = xreallocarray(m->exps, m->nexps + 1, sizeof *m->exps);
+	m->exps[m->nexps++] = e;
+	return e;
+}
+
+static void
+runs_add(struct monitor *m, struct mrun *r)
+{
+	m->runs = xreallocarray(m->runs, m->nruns + 1, sizeof *m->runs);
+	m->runs[m->nruns++] = r;
+}
+
+static const struct spec_run *
+plan_find(const struct spec_plan *p, const char *id)
+{
+	size_t	i, n = spec_plan_nruns(p);
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(spec_run_id(spec_plan_run(p, i)), id) == 0)
+			return spec_plan_run(p, i);
+	}
+	return NULL;
+}
+
+struct load_ctx {
+	struct monitor	*m;
+	struct mexp	*e;
+};
+
+static int
+load_run(void *ctx, const struct state_run *sr)
+{
+	struct load_ctx		*lc = ctx;
+	struct monitor		*m = lc->m;
+	struct state_attempt	 a;
+	struct mrun		*r;
+	const struct spec_run	*pr;
+
+	if ((pr = plan_find(lc->e->plan, sr->id)) == NULL) {
+		log_warn("run %s of experiment %s is not in its spec: left "
+		    "alone", sr->id, lc->e->id);
+		return 0;
+	}
+	r = xcalloc(1, sizeof *r);
+	snprintf(r->id, sizeof r->id, "%s", sr->id);
+	r->exp = lc->e;
+	r->r = pr;
+	r->run_dir = xstrdup(sr->run_dir);
+	r->state = sr->state;
+	r->reason = xstrdup(sr->reason != NULL ? sr->reason : "");
+	r->attempts = sr->attempts;
+	r->job_id = sr->job_id != NULL ? xstrdup(sr->job_id) : NULL;
+	r->updated = sr->updated;
+	r->prog.step = -1;
+	/* an attempt recorded without its job id: the daemon stopped
+	 * between the two; find out whether the submission went through */
+	if (r->attempts > 0 && r->job_id == NULL && !run_state_final(r->state)
+	    && state_get_attempt(m->st, r->id, r->attempts, &a) == 0) {
+		r->job_pending = a.ended == 0;
+		state_attempt_free(&a);
+	}
+	if (r->state == RUN_REQUEUED)
+		r->not_before = r->updated + monitor_backoff(lc->e->backoff,
+		    r->attempts, m->cfg.backoff_cap);
+	runs_add(m, r);
+	return 0;
+}
+
+static int
+load_exp(void *ctx, const struct state_experiment *se)
+{
+	struct monitor		*m = ctx;
+	struct load_ctx		 lc;
+	struct spec		*s;
+	struct spec_plan	*p;
+	char			 err[MONITOR_ERR_MAX];
+
+	if (load_spec(se->spec_file, se->spec, strlen(se->spec), &s, &p, err,
+	    sizeof err) != 0) {
+		log_error("experiment %s: its recorded spec no longer "
+		    "parses: %s", se->id, err);
+		return 0;
+	}
+	lc.m = m;
+	lc.e = exp_new(m, se->id, s, p);
+	return state_list_runs(m->st, se->id, load_run, &lc);
+}
+
+int
+monitor_open(struct state *st, const struct monitor_config *cfg, int load,
+    struct monitor **out)
+{
+	struct monitor	*m;
+	int		 rc = 0;
+
+	*out = NULL;
+	m = xcalloc(1, sizeof *m);
+	m->st = st;
+	config_copy(&m->cfg, cfg);
+	if (load && (rc = state_list_experiments(st, load_exp, m)) != 0) {
+		monitor_free(m);
+		return rc;
+	}
+	if (m->nruns > 1)
+		qsort(m->runs, m->nruns, sizeof *m->runs, run_cmp);
+	*out = m;
+	return 0;
+}
+
+void
+monitor_free(struct monitor *m)
+{
+	size_t	i;
+
+	if (m == NULL)
+		return;
+	for (i = 0; i < m->nruns; i++)
+		run_free(m->runs[i]);
+	free(m->runs);
+	for (i = 0; i < m->nexps; i++)
+		exp_free(m->exps[i]);
+	free(m->exps);
+	backends_close(m);
+	monitor_config_free(&m->cfg);
+	free(m);
+}
+
+void
+monitor_reconfigure(struct monitor *m, const struct monitor_config *cfg)
+{
+	size_t	i;
+
+	monitor_config_free(&m->cfg);
+	config_copy(&m->cfg, cfg);
+	backends_close(m);
+	for (i = 0; i < m->nexps; i++) {
+		m->exps[i]->be = backend_get(m, m->exps[i]->backend,
+		    spec_get_string(m->exps[i]->spec, SPEC_K_SCHED_REST_URL),
+		    spec_get_string(m->exps[i]->spec,
+		    SPEC_K_SCHED_REST_TOKEN_ENV));
+	}
+	m->next_poll = 0;
+}
+
+double
+monitor_unreachable_since(const struct monitor *m)
+{
+	return m->unreachable_since;
+}
+
+/* ---------------------------------------------------------------- submit */
+
+static int
+str_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* First 12 hex digits of SHA-256 over the name and the sorted run ids. */
+static void
+experiment_id(const struct spec *s, const struct spec_plan *p, char *id)
+{
+	struct sha256_ctx	 c;
+	uint8_t			 dg[SHA256_DIGEST_LEN];
+	const char		**ids;
+	size_t			 i, n = spec_plan_nruns(p);
+
+	ids = xcalloc(n > 0 ? n : 1, sizeof *ids);
+	for (i = 0; i < n; i++)
+		ids[i] = spec_run_id(spec_plan_run(p, i));
+	qsort(ids, n, sizeof *ids, str_ptr_cmp);
+	sha256_init(&c);
+	sha256_update(&c, spec_get_string(s, SPEC_K_NAME),
+	    strlen(spec_get_string(s, SPEC_K_NAME)));
+	for (i = 0; i < n; i++) {
+		sha256_update(&c, "\n", 1);
+		sha256_update(&c, ids[i], strlen(ids[i]));
+	}
+	sha256_final(&c, dg);
+	sha256_hex(dg, SPEC_ID_LEN / 2, id);
+	free(ids);
+}
+
+int
+monitor_submit(struct monitor *m, const char *path, const char *text,
+    size_t len, json_t **reply, char *err, size_t errlen)
+{
+	struct spec		*s = NULL;
+	struct spec_plan	*p = NULL;
+	struct mexp		*e;
+	struct mrun		*r;
+	const struct spec_run	*pr;
+	char			 id[SPEC_ID_LEN + 1], *dir;
+	size_t			 i, n, added = 0, first = m->nruns;
+	int			 ins, rc;
+
+	*reply = NULL;
+	if ((rc = load_spec(path, text, len, &s, &p, err, errlen)) != 0)
+		return rc;
+	experiment_id(s, p, id);
+	n = spec_plan_nruns(p);
+	for (i = 0; i < m->nexps; i++) {
+		if (strcmp(m->exps[i]->id, id) == 0) {
+			*reply = json_pack("{s:s, s:s, s:I, s:I}", "experiment",
+			    id, "name", m->exps[i]->name, "runs", (json_int_t)n,
+			    "new", (json_int_t)0);
+			spec_plan_free(p);
+			spec_free(s);
+			return 0;
+		}
+	}
+	if ((rc = state_begin(m->st)) != 0)
+		goto fail;
+	if ((rc = state_add_experiment(m->st, id, spec_get_string(s,
+	    SPEC_K_NAME), path, text, spec_get_string(s,
+	    SPEC_K_SCHED_BACKEND), NULL)) != 0)
+		goto rollback;
+	e = exp_new(m, id, s, p);
+	s = NULL;
+	p = NULL;
+	for (i = 0; i < n; i++) {
+		pr = spec_plan_run(e->plan, i);
+		if ((rc = paths_run_dir(spec_run_id(pr), &dir)) != 0)
+			goto rollback;
+		rc = state_add_run(m->st, id, spec_run_id(pr),
+		    spec_run_config_id(pr), spec_run_repeat(pr), dir, &ins);
+		if (rc != 0 || !ins || find_run(m, spec_run_id(pr)) != NULL) {
+			/* a run of an earlier experiment stays with it */
+			free(dir);
+			if (rc != 0)
+				goto rollback;
+			continue;
+		}
+		r = xcalloc(1, sizeof *r);
+		snprintf(r->id, sizeof r->id, "%s", spec_run_id(pr));
+		r->exp = e;
+		r->r = pr;
+		r->run_dir = dir;
+		r->state = RUN_NEW;
+		r->reason = xstrdup("");
+		r->updated = wall_now();
+		r->prog.step = -1;
+		runs_add(m, r);
+		added++;
+	}
+	if ((rc = state_add_event(m->st, id, NULL, "submitted", path)) != 0 ||
+	    (rc = state_commit(m->st)) != 0)
+		goto rollback;
+	if (m->nruns > 1)
+		qsort(m->runs, m->nruns, sizeof *m->runs, run_cmp);
+	log_notice("experiment %s (%s): %zu runs, %zu new", id, e->name, n,
+	    added);
+	*reply = json_pack("{s:s, s:s, s:I, s:I}", "experiment", id, "name",
+	    e->name, "runs", (json_int_t)n, "new", (json_int_t)added);
+	m->more = 1;
+	return 0;
+
+rollback:
+	(void)state_rollback(m->st);
+	/* forget what this call added in memory */
+	while (m->nruns > first)
+		run_free(m->runs[--m->nruns]);
+	if (m->nexps > 0 && strcmp(m->exps[m->nexps - 1]->id, id) == 0)
+		exp_free(m->exps[--m->nexps]);
+fail:
+	spec_plan_free(p);
+	spec_free(s);
+	return cadre_errf(err, errlen, rc, "recording the experiment: %s (see "
+	    "cadred's log)", cadre_strerror(rc));
+}
+
+static enum jobscript_kind
+script_kind(const char *backend)
+{
+	if (strcmp(backend, "pbs") == 0)
+		return JOBSCRIPT_PBS;
+	if (strcmp(backend, "slurm-rest") == 0)
+		return JOBSCRIPT_SLURMREST;
+	if (strcmp(backend, "local") == 0)
+		return JOBSCRIPT_LOCAL;
+	return JOBSCRIPT_SLURM;
+}
+
+/* cadre-agent keygen --run-dir DIR, when DIR/keys/ is not there yet. */
+static int
+keygen(struct monitor *m, struct mrun *r, char *err, size_t errlen)
+{
+	struct sched_config	 sc;
+	struct stat		 sb;
+	char			*keys, *out = NULL, *cerr = NULL;
+	char			*av[5];
+	int			 rc, status;
+
+	xasprintf(&keys, "%s/keys/id_ed25519", r->run_dir);
+	rc = stat(keys, &sb);
+	free(keys);
+	if (rc == 0)
+		return 0;
+	memset(&sc, 0, sizeof sc);
+	sc.cmd_timeout = 60;
+	av[0] = m->cfg.agent;
+	av[1] = (char *)"keygen";
+	av[2] = (char *)"--run-dir";
+	av[3] = r->run_dir;
+	av[4] = NULL;
+	if ((rc = sched_run_cmd(&sc, av, 4096, &status, &out, &cerr)) != 0)
+		cadre_errf(err, errlen, rc, "%s keygen: %s", m->cfg.agent,
+		    cadre_strerror(rc));
+	else if (status != 0)
+		rc = cadre_errf(err, errlen, CADRE_ERR_SYSTEM, "%s keygen: exit "
+		    "%d: %.200s", m->cfg.agent, status, cerr != NULL ? cerr :
+		    "");
+	free(out);
+	free(cerr);
+	return rc;
+}
+
+/* status.json of an earlier attempt goes aside as status.N.json, so that
+ * the one in the run dir is always the current attempt's. */
+static void
+status_aside(struct mrun *r, int64_t n)
+{
+	char	*from, *to;
+
+	xasprintf(&from, "%s/status.json", r->run_dir);
+	xasprintf(&to, "%s/status.%lld.json", r->run_dir, (long long)n);
+	if (rename(from, to) != 0 && errno != ENOENT)
+		log_warn("rename %s: %s", from, strerror(errno));
+	free(from);
+	free(to);
+}
+
+/* Run dir, keys, train.json and job script of r; js gets the job. */
+static int
+prepare(struct monitor *m, struct mrun *r, struct jobscript *js,
+    char *name, size_t namelen, char **script, char *err, size_t errlen)
+{
+	char	*path = NULL;
+	int	 rc;
+
+	*script = NULL;
+	if ((rc = paths_mkdir(r->run_dir, 0700, 1)) != 0)
+		return cadre_errf(err, errlen, rc, "%s: cannot create the run dir "
+		    "(see cadred's log)", r->run_dir);
+	if (!m->cfg.dry && (rc = keygen(m, r, err, errlen)) != 0)
+		return rc;
+	xasprintf(&path, "%s/train.json", r->run_dir);
+	rc = jobscript_write_train_json(r->exp->spec, r->r, r->run_dir, path,
+	    err, errlen);
+	free(path);
+	if (rc != 0)
+		return rc;
+	snprintf(name, namelen, "cadre-%s", r->id);
+	jobscript_from_run(r->exp->spec, r->r, r->run_dir, name, m->cfg.agent,
+	    m->cfg.trainer, js);
+	xasprintf(script, "%s/job.sh", r->run_dir);
+	js->job.script = *script;
+	if ((rc = jobscript_write(script_kind(r->exp->backend),
+	    m->cfg.templates, js, *script, err, errlen)) != 0) {
+		free(*script);
+		*script = NULL;
+	}
+	return rc;
+}
+
+static void
+busy(struct monitor *m, double now, const char *what)
+{
+	double	d;
+
+	if (m->unreachable_since == 0) {
+		m->unreachable_since = now;
+		event(m, NULL, "unreachable", "the scheduler does not answer "
+		    "(%s): retrying", what);
+		log_warn("the scheduler does not answer (%s): retrying with "
+		    "backoff", what);
+	}
+	m->busy_count++;
+	d = monitor_backoff(m->cfg.poll_interval, m->busy_count, 60);
+	m->retry_at = now + d;
+}
+
+static void
+reachable(struct monitor *m)
+{
+	if (m->unreachable_since != 0) {
+		event(m, NULL, "reachable", "the scheduler answers again");
+		log_notice("the scheduler answers again");
+	}
+	m->unreachable_since = 0;
+	m->busy_count = 0;
+	m->retry_at = 0;
+}
+
+/* Fails r for good with reason (the attempt too, when there is one). */
+static void
+fail_run(struct monitor *m, struct mrun *r, const char *reason)
+{
+	if (r->attempts > 0)
+		(void)state_set_attempt_state(m->st, r->id, r->attempts,
+		    "failed", -1, reason, 1);
+	(void)set_state(m, r, RUN_FAILED, reason);
+}
+
+/* Hands r to the scheduler: 0, or CADRE_ERR_BUSY (try again later). */
+static int
+submit_run(struct monitor *m, struct mrun *r, double now)
+{
+	struct sched		*sc = r->exp->be->sched;
+	struct jobscript	 js;
+	char			 err[MONITOR_ERR_MAX], name[JOBSCRIPT_NAME_MAX];
+	char			*script = NULL, *job = NULL;
+	int64_t			 n;
+	int			 rc;
+
+	if (sc == NULL) {
+		fail_run(m, r, "the scheduler backend could not be opened "
+		    "(see cadred's log)");
+		return 0;
+	}
+	snprintf(name, sizeof name, "cadre-%s", r->id);
+	if (r->job_pending) {
+		/* recorded, maybe submitted: does the scheduler know it? */
+		if ((rc = sched_find(sc, name, &job)) == CADRE_ERR_BUSY ||
+		    rc == CADRE_ERR_TIMEOUT)
+			return rc;
+		if (rc == 0 && job != NULL) {
+			n = r->attempts;
+			event(m, r, "found", "attempt %lld is job %s (found by "
+			    "name after a restart)", (long long)n, job);
+			goto recorded;
+		}
+		/* not there (or the backend cannot say): submit it now, as
+		 * the same attempt */
+		n = r->attempts;
+	} else {
+		n = 0;
+	}
+	if ((rc = prepare(m, r, &js, name, sizeof name, &script, err,
+	    sizeof err)) != 0) {
+		fail_run(m, r, err);
+		goto out;
+	}
+	if (n == 0) {
+		status_aside(r, r->attempts);
+		if ((rc = state_add_attempt(m->st, r->id, &n)) != 0) {
+			log_error("run %s: cannot record an attempt: %s", r->id,
+			    cadre_strerror(rc));
+			goto out;
+		}
+		r->attempts = n;
+		r->job_pending = 1;
+		free(r->job_id);
+		r->job_id = NULL;
+	}
+	if ((rc = sched_submit(sc, &js.job, &job)) != 0) {
+		/* busy or no answer: the attempt stays without a job id, and
+		 * the next try asks by name first (sbatch may have gone
+		 * through before it timed out) */
+		if (rc == CADRE_ERR_BUSY || rc == CADRE_ERR_TIMEOUT)
+			goto out;
+		snprintf(err, sizeof err, "the scheduler refused the job: %s "
+		    "(see cadred's log)", cadre_strerror(rc));
+		fail_run(m, r, err);
+		r->job_pending = 0;
+		rc = 0;
+		goto out;
+	}
+recorded:
+	if ((rc = state_set_attempt_job(m->st, r->id, n, job)) != 0) {
+		log_error("run %s: job %s submitted but not recorded: %s", r->id,
+		    job, cadre_strerror(rc));
+		rc = 0;
+		goto out;
+	}
+	free(r->job_id);
+	r->job_id = job;
+	job = NULL;
+	r->job_pending = 0;
+	r->unknown_polls = 0;
+	(void)set_state(m, r, RUN_QUEUED, "");
+	event(m, r, "submitted", "attempt %lld: job %s", (long long)n,
+	    r->job_id);
+	rc = 0;
+out:
+	(void)now;
+	free(job);
+	free(script);
+	return rc;
+}
+
+static int
+active(enum run_state s)
+{
+	return s == RUN_QUEUED || s == RUN_STARTING || s == RUN_RUNNING;
+}
+
+static void
+submit_due(struct monitor *m, double now)
+{
+	size_t	i, j, sent = 0;
+	int64_t	live;
+	int	rc;
+
+	m->more = 0;
+	for (i = 0; i < m->nexps; i++) {
+		struct mexp	*e = m->exps[i];
+
+		live = 0;
+		if (e->max_concurrent > 0) {
+			for (j = 0; j < m->nruns; j++) {
+				if (m->runs[j]->exp == e &&
+				    (active(m->runs[j]->state) ||
+				    m->runs[j]->job_pending))
+					live++;
+			}
+		}
+		for (j = 0; j < m->nruns; j++) {
+			struct mrun	*r = m->runs[j];
+
+			if (r->exp != e || (r->state != RUN_NEW &&
+			    r->state != RUN_REQUEUED) || r->not_before > now)
+				continue;
+			if (e->max_concurrent > 0 && live >= e->max_concurrent &&
+			    !r->job_pending)
+				break;
+			if (sent >= SUBMIT_PER_TICK) {
+				m->more = 1;
+				return;
+			}
+			rc = submit_run(m, r, now);
+			sent++;
+			if (rc == CADRE_ERR_BUSY || rc == CADRE_ERR_TIMEOUT) {
+				busy(m, now, "submit");
+				return;
+			}
+			reachable(m);
+			if (!r->job_pending && active(r->state))
+				live++;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- poll */
+
+static void
+read_progress(struct mrun *r)
+{
+	struct stat	 sb;
+	char		*path, *buf;
+	int		 fd;
+	off_t		 off;
+	ssize_t		 n;
+
+	xasprintf(&path, "%s/metrics.jsonl", r->run_dir);
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		free(path);
+		return;
+	}
+	if (sb.st_size == r->m_size && sb.st_mtim.tv_sec ==
+	    r->m_mtime.tv_sec && sb.st_mtim.tv_nsec == r->m_mtime.tv_nsec) {
+		free(path);
+		return;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		free(path);
+		return;
+	}
+	free(path);
+	off = sb.st_size > (off_t)MONITOR_METRICS_TAIL ? sb.st_size -
+	    (off_t)MONITOR_METRICS_TAIL : 0;
+	buf = xmalloc(MONITOR_METRICS_TAIL);
+	n = pread(fd, buf, MONITOR_METRICS_TAIL, off);
+	close(fd);
+	if (n > 0) {
+		monitor_parse_metrics(buf, (size_t)n, &r->prog);
+		r->m_size = sb.st_size;
+		r->m_mtime = sb.st_mtim;
+	}
+	free(buf);
+}
+
+/* status.json's reason and message: 0, or CADRE_ERR_NOT_FOUND. */
+static int
+read_status(struct mrun *r, char **reason, char **message)
+{
+	json_t		*o = NULL;
+	const char	*s;
+	char		*path;
+	int		 rc;
+
+	*reason = *message = NULL;
+	xasprintf(&path, "%s/status.json", r->run_dir);
+	rc = cjson_load_file(path, MONITOR_STATUS_MAX, &o, NULL);
+	if (rc != 0) {
+		if (!(rc == CADRE_ERR_SYSTEM && errno == ENOENT))
+			log_warn("run %s: %s: %s", r->id, path,
+			    cadre_strerror(rc));
+		free(path);
+		return CADRE_ERR_NOT_FOUND;
+	}
+	free(path);
+	if (json_is_object(o) && cjson_get_string(o, "reason", &s) == 0 &&
+	    str_is_name(s, 32)) {
+		*reason = xstrdup(s);
+		if (cjson_get_string(o, "message", &s) == 0)
+			*message = xstrndup(s, 300);
+		rc = 0;
+	} else {
+		log_warn("run %s: status.json without a valid reason", r->id);
+		rc = CADRE_ERR_NOT_FOUND;
+	}
+	json_decref(o);
+	return rc;
+}
+
+static int
+retry_on(const struct mexp *e, const char *reason)
+{
+	size_t	i;
+
+	for (i = 0; i < e->nretry_on; i++) {
+		if (strcmp(e->retry_on[i], reason) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* "REASON at step N[: message]" as an attempt's reason; parsed back for
+ * the next attempt's comparison. */
+static void
+prev_attempt(struct monitor *m, struct mrun *r, char *reason, size_t len,
+    int64_t *step)
+{
+	struct state_attempt	a;
+	const char		*p;
+	long long		v;
+
+	*reason = '\0';
+	*step = -1;
+	if (r->attempts < 2 || state_get_attempt(m->st, r->id,
+	    r->attempts - 1, &a) != 0)
+		return;
+	if (a.reason != NULL && (p = strstr(a.reason, " at step ")) != NULL) {
+		snprintf(reason, len, "%.*s", (int)(p - a.reason), a.reason);
+		if (sscanf(p, " at step %lld", &v) == 1)
+			*step = v;
+	}
+	state_attempt_free(&a);
+}
+
+static void
+end_attempt(struct monitor *m, struct mrun *r, const struct sched_status *ss,
+    double now)
+{
+	struct monitor_end	 e;
+	enum monitor_verdict	 v;
+	char			*sreason = NULL, *smsg = NULL, *areason;
+	char			 why[MONITOR_ERR_MAX], prev[64];
+	int			 have_status;
+
+	have_status = read_status(r, &sreason, &smsg) == 0;
+	read_progress(r);
+	memset(&e, 0, sizeof e);
+	e.reason = monitor_end_reason(ss->state, have_status ? sreason : NULL);
+	if (strcmp(e.reason, "lost") == 0)
+		e.reason = "failed";
+	e.attempts = r->attempts;
+	e.retries_max = r->exp->retries_max;
+	e.retry_on = retry_on(r->exp, e.reason);
+	prev_attempt(m, r, prev, sizeof prev, &e.prev_step);
+	e.prev_reason = prev[0] != '\0' ? prev : NULL;
+	e.step = r->prog.step;
+	v = monitor_decide(&e, why, sizeof why);
+	xasprintf(&areason, "%s at step %lld%s%s", e.reason,
+	    (long long)e.step, smsg != NULL ? ": " : "",
+	    smsg != NULL ? smsg : "");
+	(void)state_set_attempt_state(m->st, r->id, r->attempts,
+	    sched_state_name(ss->state), ss->exit_code, areason, 1);
+	free(areason);
+	switch (v) {
+	case MONITOR_DONE:
+		(void)set_state(m, r, RUN_DONE, "");
+		break;
+	case MONITOR_CANCELLED:
+		(void)set_state(m, r, RUN_CANCELLED, why);
+		break;
+	case MONITOR_FAILED:
+		if (smsg != NULL && strlen(why) + strlen(smsg) + 3 < sizeof why)
+			snprintf(why + strlen(why), sizeof why - strlen(why),
+			    ": %s", smsg);
+		(void)set_state(m, r, RUN_FAILED, why);
+		break;
+	case MONITOR_REQUEUE:
+		r->not_before = now + monitor_backoff(r->exp->backoff,
+		    r->attempts, m->cfg.backoff_cap);
+		status_aside(r, r->attempts);
+		(void)set_state(m, r, RUN_REQUEUED, why);
+		m->more = 1;
+		break;
+	}
+	free(sreason);
+	free(smsg);
+}
+
+static void
+apply_status(struct monitor *m, struct mrun *r, const struct sched_status *ss,
+    double now)
+{
+	struct stat	 sb;
+	char		*path;
+	int		 have;
+
+	switch (ss->state) {
+	case SCHED_QUEUED:
+		(void)set_state(m, r, RUN_QUEUED, "");
+		r->unknown_polls = 0;
+		return;
+	case SCHED_STARTING:
+		(void)set_state(m, r, RUN_STARTING, "");
+		r->unknown_polls = 0;
+		return;
+	case SCHED_RUNNING:
+		(void)set_state(m, r, RUN_RUNNING, "");
+		r->unknown_polls = 0;
+		return;
+	case SCHED_UNKNOWN:
+		/* forgotten (MinJobAge): status.json decides; without one,
+		 * a few polls of grace before the run counts as lost */
+		xasprintf(&path, "%s/status.json", r->run_dir);
+		have = stat(path, &sb) == 0;
+		free(path);
+		if (!have && ++r->unknown_polls < UNKNOWN_POLLS_MAX)
+			return;
+		break;
+	default:
+		break;
+	}
+	end_attempt(m, r, ss, now);
+}
+
+static void
+poll_backend(struct monitor *m, struct mbackend *be, double now)
+{
+	struct sched_status	*ss;
+	struct mrun		**rs;
+	const char		**ids;
+	size_t			 i, n = 0;
+	int			 rc;
+
+	rs = xcalloc(m->nruns > 0 ? m->nruns : 1, sizeof *rs);
+	for (i = 0; i < m->nruns; i++) {
+		if (m->runs[i]->exp->be == be && active(m->runs[i]->state) &&
+		    m->runs[i]->job_id != NULL)
+			rs[n++] = m->runs[i];
+	}
+	if (n == 0 || be->sched == NULL) {
+		free(rs);
+		return;
+	}
+	ids = xcalloc(n, sizeof *ids);
+	ss = xcalloc(n, sizeof *ss);
+	for (i = 0; i < n; i++)
+		ids[i] = rs[i]->job_id;
+	rc = sched_poll(be->sched, ids, n, ss);
+	/* a controller that is down may refuse (busy) or not answer at all
+	 * (timeout): both are an outage to wait out, not a verdict */
+	if (rc == CADRE_ERR_BUSY || rc == CADRE_ERR_TIMEOUT)
+		busy(m, now, rc == CADRE_ERR_BUSY ? "poll" : "poll timed out");
+	else if (rc != 0)
+		log_warn("poll: %s", cadre_strerror(rc));
+	else {
+		reachable(m);
+		for (i = 0; i < n; i++)
+			apply_status(m, rs[i], &ss[i], now);
+	}
+	free(ss);
+	free(ids);
+	free(rs);
+}
+
+void
+monitor_tick(struct monitor *m, double now)
+{
+	size_t	i;
+
+	if (m->retry_at > now)
+		return;
+	if (now >= m->next_poll) {
+		m->next_poll = now + m->cfg.poll_interval;
+		for (i = 0; i < m->nbes; i++) {
+			poll_backend(m, m->bes[i], now);
+			if (m->retry_at > now)
+				return;
+		}
+	}
+	submit_due(m, now);
+}
+
+int
+monitor_timeout_ms(struct monitor *m, double now)
+{
+	double	t = m->next_poll;
+	size_t	i;
+
+	if (m->retry_at > now)
+		t = m->retry_at;
+	else if (m->more)
+		return 0;
+	for (i = 0; i < m->nruns; i++) {
+		if (m->runs[i]->state == RUN_REQUEUED &&
+		    m->runs[i]->not_before < t)
+			t = m->runs[i]->not_before;
+	}
+	if (t <= now)
+		return 0;
+	if (t - now > 3600)
+		return 3600 * 1000;
+	return (int)((t - now) * 1000) + 1;
+}
+
+/* ---------------------------------------------------------------- queries */
+
+static void
+refresh(struct mrun *r)
+{
+	/* metrics change only while a run runs: a status of 10,000 queued
+	 * or finished runs costs no stat() each */
+	if (r->state == RUN_STARTING || r->state == RUN_RUNNING ||
+	    r->state == RUN_REQUEUED || (r->state == RUN_QUEUED &&
+	    !r->m_tried) || (run_state_final(r->state) && !r->m_final)) {
+		read_progress(r);
+		r->m_tried = 1;
+		r->m_final = run_state_final(r->state);
+	}
+}
+
+static json_t *
+run_json(struct monitor *m, struct mrun *r)
+{
+	json_t	*o;
+
+	(void)m;
+	refresh(r);
+	o = json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:f, s:I, "
+	    "s:s, s:s, s:f}",
+	    "id", r->id, "experiment", r->exp->id,
+	    "config", spec_run_config_id(r->r),
+	    "repeat", (json_int_t)spec_run_repeat(r->r),
+	    "state", run_state_name(r->state),
+	    "attempts", (json_int_t)r->attempts,
+	    "step", (json_int_t)r->prog.step,
+	    "steps", (json_int_t)spec_run_int(r->r, SPEC_K_STEPS),
+	    "samples_per_s", r->prog.samples_per_s,
+	    "global_batch", (json_int_t)spec_run_global_batch(r->r),
+	    "reason", r->reason, "run_dir", r->run_dir,
+	    "updated", r->updated);
+	if (o != NULL)
+		json_object_set_new(o, "job_id", r->job_id != NULL ?
+		    json_string(r->job_id) : json_null());
+	return o;
+}
+
+static json_t *
+exp_json(struct monitor *m, struct mexp *e)
+{
+	json_t	*counts = json_object();
+	int64_t	 c[RUN_STATE_COUNT] = { 0 }, n = 0;
+	size_t	 i;
+
+	for (i = 0; i < m->nruns; i++) {
+		if (m->runs[i]->exp == e) {
+			c[m->runs[i]->state]++;
+			n++;
+		}
+	}
+	for (i = 0; i < RUN_STATE_COUNT; i++) {
+		if (c[i] > 0)
+			json_object_set_new(counts, run_state_name(
+			    (enum run_state)i), json_integer(c[i]));
+	}
+	return json_pack("{s:s, s:s, s:s, s:I, s:o}", "id", e->id, "name",
+	    e->name, "backend", e->backend, "runs", (json_int_t)n, "states",
+	    counts);
+}
+
+/* Resolves target into an experiment or a run (or neither for NULL). */
+static int
+resolve(struct monitor *m, const char *target, struct mexp **e,
+    struct mrun **r, char *err, size_t errlen)
+{
+	*e = NULL;
+	*r = NULL;
+	if (target == NULL)
+		return 0;
+	if ((*r = find_run(m, target)) != NULL)
+		return 0;
+	if ((*e = find_exp(m, target)) != NULL)
+		return 0;
+	return cadre_errf(err, errlen, CADRE_ERR_NOT_FOUND, "no experiment or run "
+	    "'%.64s' (cadre status lists them)", target);
+}
+
+int
+monitor_status(struct monitor *m, const char *target, json_t **out,
+    char *err, size_t errlen)
+{
+	struct mexp	*e;
+	struct mrun	*r;
+	json_t		*o, *exps, *runs;
+	size_t		 i;
+	int		 rc;
+
+	*out = NULL;
+	if ((rc = resolve(m, target, &e, &r, err, errlen)) != 0)
+		return rc;
+	exps = json_array();
+	runs = json_array();
+	for (i = 0; i < m->nexps; i++) {
+		if ((e == NULL && r == NULL) || m->exps[i] == e ||
+		    (r != NULL && r->exp == m->exps[i]))
+			json_array_append_new(exps, exp_json(m, m->exps[i]));
+	}
+	for (i = 0; i < m->nruns; i++) {
+		if ((e == NULL && r == NULL) || m->runs[i]->exp == e ||
+		    m->runs[i] == r)
+			json_array_append_new(runs, run_json(m, m->runs[i]));
+	}
+	o = json_pack("{s:o, s:o}", "experiments", exps, "runs", runs);
+	json_object_set_new(o, "unreachable_since", m->unreachable_since > 0 ?
+	    json_real(m->unreachable_since) : json_null());
+	*out = o;
+	return 0;
+}
+
+/* One experiment's table; the same columns as `cadre status` shows. */
+static void
+exp_table(struct monitor *m, struct mexp *e, struct mrun *only,
+    struct cbuf *b)
+{
+	char	prog[48], sps[32];
+	size_t	i, n = 0;
+
+	for (i = 0; i < m->nruns; i++)
+		n += m->runs[i]->exp == e;
+	(void)cbuf_addf(b, "experiment %s (%s, %s): %zu run%s\n", e->id,
+	    e->name, e->backend, n, n == 1 ? "" : "s");
+	(void)cbuf_addf(b, "  %-12s  %-12s  %-9s  %3s  %-13s  %9s  %s\n",
+	    "RUN", "CONFIG", "STATE", "ATT", "STEP/TOTAL", "SAMPLES/S",
+	    "REASON");
+	for (i = 0; i < m->nruns; i++) {
+		struct mrun	*r = m->runs[i];
+
+		if (r->exp != e || (only != NULL && r != only))
+			continue;
+		refresh(r);
+		if (r->prog.step >= 0)
+			snprintf(prog, sizeof prog, "%lld/%lld",
+			    (long long)r->prog.step,
+			    (long long)spec_run_int(r->r, SPEC_K_STEPS));
+		else
+			snprintf(prog, sizeof prog, "-/%lld",
+			    (long long)spec_run_int(r->r, SPEC_K_STEPS));
+		if (r->prog.samples_per_s > 0)
+			snprintf(sps, sizeof sps, "%.1f", r->prog.samples_per_s);
+		else
+			snprintf(sps, sizeof sps, "-");
+		(void)cbuf_addf(b, "  %-12s  %-12s  %-9s  %3lld  %-13s  %9s  "
+		    "%s\n", r->id, spec_run_config_id(r->r),
+		    run_state_name(r->state), (long long)r->attempts, prog, sps,
+		    r->reason);
+	}
+}
+
+int
+monitor_status_table(struct monitor *m, const char *target, char **out,
+    char *err, size_t errlen)
+{
+	struct mexp	*e;
+	struct mrun	*r;
+	struct cbuf	 b;
+	time_t		 t;
+	struct tm	 tm;
+	char		 when[16];
+	size_t		 i;
+	int		 rc;
+
+	*out = NULL;
+	if ((rc = resolve(m, target, &e, &r, err, errlen)) != 0)
+		return rc;
+	cbuf_init(&b, PROTO_TABLE_MAX);
+	if (m->unreachable_since > 0) {
+		t = (time_t)m->unreachable_since;
+		localtime_r(&t, &tm);
+		strftime(when, sizeof when, "%H:%M", &tm);
+		(void)cbuf_addf(&b, "scheduler unreachable since %s: retrying; "
+		    "no run is lost\n", when);
+	}
+	if (m->nexps == 0)
+		(void)cbuf_adds(&b, "no experiments yet (cadre submit SPEC "
+		    "adds one)\n");
+	for (i = 0; i < m->nexps; i++) {
+		if ((e == NULL && r == NULL) || m->exps[i] == e)
+			exp_table(m, m->exps[i], NULL, &b);
+		else if (r != NULL && r->exp == m->exps[i])
+			exp_table(m, m->exps[i], r, &b);
+	}
+	(void)cbuf_adds(&b, "");
+	*out = cbuf_detach(&b, NULL);
+	return 0;
+}
+
+int
+monitor_cancel(struct monitor *m, const char *target, int64_t *n, char *err,
+    size_t errlen)
+{
+	struct mexp	*e;
+	struct mrun	*r, *one;
+	size_t		 i;
+	int		 rc;
+
+	*n = 0;
+	if (target == NULL)
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "cancel what? "
+		    "name an experiment or a run");
+	if ((rc = resolve(m, target, &e, &one, err, errlen)) != 0)
+		return rc;
+	for (i = 0; i < m->nruns; i++) {
+		r = m->runs[i];
+		if ((one != NULL && r != one) || (e != NULL && r->exp != e) ||
+		    run_state_final(r->state))
+			continue;
+		/* submitted, its id not yet recorded: find it by name */
+		if (r->job_pending && r->exp->be->sched != NULL) {
+			char	name[JOBSCRIPT_NAME_MAX], *job = NULL;
+
+			snprintf(name, sizeof name, "cadre-%s", r->id);
+			if (sched_find(r->exp->be->sched, name, &job) == 0 &&
+			    job != NULL) {
+				free(r->job_id);
+				r->job_id = job;
+				r->state = RUN_QUEUED;
+			}
+		}
+		if (r->job_id != NULL && active(r->state) &&
+		    r->exp->be->sched != NULL) {
+			rc = sched_cancel(r->exp->be->sched, r->job_id);
+			if (rc == CADRE_ERR_BUSY || rc == CADRE_ERR_TIMEOUT)
+				return cadre_errf(err, errlen, rc, "the scheduler does "
+				    "not answer: nothing more cancelled (%lld "
+				    "so far); try again", (long long)*n);
+			if (rc != 0)
+				log_warn("run %s: cancel job %s: %s", r->id,
+				    r->job_id, cadre_strerror(rc));
+		}
+		if (r->attempts > 0)
+			(void)state_set_attempt_state(m->st, r->id, r->attempts,
+			    "cancelled", -1, "cancelled by the user", 1);
+		r->job_pending = 0;
+		(void)set_state(m, r, RUN_CANCELLED, "cancelled by the user");
+		(*n)++;
+	}
+	return 0;
+}
+
+int
+monitor_all_final(struct monitor *m, const char *experiment)
+{
+	size_t	i;
+
+	for (i = 0; i < m->nruns; i++) {
+		if ((experiment == NULL || strcmp(m->runs[i]->exp->id,
+		    experiment) == 0) && !run_state_final(m->runs[i]->state))
+			return 0;
+	}
+	return 1;
+}

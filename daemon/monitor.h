@@ -1,0 +1,147 @@
+/*
+ * The monitor: cadred's policy. It records submitted experiments and
+ * their runs (daemon/state.h), prepares each run's directory (keys,
+ * train.json, job script), hands jobs to the scheduler backends, polls
+ * them, and decides what an ended attempt means: done, failed, cancelled,
+ * or requeued for another attempt after a backoff (docs/daemon.md,
+ * "Requeue rules"). The socket and the protocol are not its business
+ * (server.c, proto.c); cadred and `cadre run` both drive it.
+ *
+ * The decisions are pure functions below (monitor_end_reason,
+ * monitor_decide, monitor_backoff, monitor_parse_metrics), unit-tested
+ * on their own.
+ */
+#ifndef CADRE_MONITOR_H
+#define CADRE_MONITOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "scheduler.h"
+
+struct state;
+
+#define MONITOR_CONFIG_MAX	((size_t)64 << 10)	/* bytes of cadred.conf */
+#define MONITOR_METRICS_TAIL	((size_t)64 << 10)	/* bytes read of metrics.jsonl */
+#define MONITOR_STATUS_MAX	((size_t)256 << 10)	/* bytes of a status.json */
+#define MONITOR_ERR_MAX		1024
+
+/* cadred.conf: `key = value` lines (docs/daemon.md, "Config file"). */
+struct monitor_config {
+	double	 poll_interval;	/* seconds between polls; default 5 */
+	char	*bindir;	/* where sbatch, qsub... are; NULL: $PATH */
+	char	*agent;		/* cadre-agent */
+	char	*trainer;	/* cadre-train */
+	char	*templates;	/* job script templates */
+	int	 cmd_timeout;	/* seconds a scheduler command may take; 0: 30 */
+	double	 backoff_cap;	/* seconds; default 3600 */
+	int	 dry;		/* local backend: plan and record, run nothing */
+	char	*log_level;	/* NULL: notice */
+};
+
+/* Defaults (paths from the install prefix). */
+void monitor_config_init(struct monitor_config *c);
+void monitor_config_free(struct monitor_config *c);
+/* Parses text (len bytes, at most MONITOR_CONFIG_MAX) into c over what
+ * it holds: 0, or CADRE_ERR_PARSE / CADRE_ERR_TOO_LARGE with
+ * "NAME:LINE: error: ..." in err. c is unchanged on error. */
+int monitor_config_parse(const char *name, const char *text, size_t len,
+    struct monitor_config *c, char *err, size_t errlen);
+/* Reads path into c; a file that does not exist is not an error when
+ * missing_ok. */
+int monitor_config_load(const char *path, int missing_ok,
+    struct monitor_config *c, char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- policy */
+
+/* What metrics.jsonl (contract C5) says of a run's progress. */
+struct monitor_progress {
+	int64_t	 step;		/* the last step reached; -1: none yet */
+	double	 samples_per_s;	/* of the last "step" line; 0: none */
+	double	 elapsed_s;
+	int	 complete;	/* a summary with "complete": true */
+};
+
+/* Reads the last whole lines of text (a tail of metrics.jsonl); lines that
+ * are not JSON objects are skipped. Never fails. */
+void monitor_parse_metrics(const char *text, size_t len,
+    struct monitor_progress *p);
+
+/* How an attempt ended, from the scheduler's final (or unknown) state
+ * and status.json's "reason" (NULL when there is none): "done",
+ * "failed", "timeout", "preempted", "node_fail", "startup_timeout",
+ * "oom", "cancelled" or "lost" (the scheduler forgot the job and there
+ * is no status.json). */
+const char *monitor_end_reason(enum sched_state st, const char *status_reason);
+
+enum monitor_verdict {
+	MONITOR_DONE = 0,
+	MONITOR_FAILED,
+	MONITOR_CANCELLED,
+	MONITOR_REQUEUE
+};
+
+struct monitor_end {
+	const char	*reason;	/* monitor_end_reason() */
+	int64_t		 attempts;	/* attempts made, this one included */
+	int64_t		 retries_max;
+	int		 retry_on;	/* reason is in retries.on */
+	const char	*prev_reason;	/* of the attempt before; NULL: none */
+	int64_t		 prev_step;	/* step reached by then; -1: none */
+	int64_t		 step;		/* step reached now; -1: none */
+};
+
+/* The verdict on an ended attempt; why gets the run's reason text. */
+enum monitor_verdict monitor_decide(const struct monitor_end *e, char *why,
+    size_t len);
+/* Seconds before attempt n + 1: base * 2^(n-1), at most cap. */
+double monitor_backoff(double base, int64_t n, double cap);
+
+/* ---------------------------------------------------------------- monitor */
+
+struct monitor;
+
+/* A monitor over st (borrowed) with a copy of cfg; load: pick up every
+ * experiment in the database (cadred), or none (`cadre run`). */
+int monitor_open(struct state *st, const struct monitor_config *cfg,
+    int load, struct monitor **out);
+void monitor_free(struct monitor *m);
+/* Webhooks (notify.webhook, notify.on) go through n (borrowed; NULL:
+ * none are sent); the caller drives notify_poll(). */
+struct notifier;
+void monitor_set_notifier(struct monitor *m, struct notifier *n);
+/* A new config (SIGHUP): takes a copy; backends are reopened. */
+void monitor_reconfigure(struct monitor *m, const struct monitor_config *cfg);
+
+/* Records the spec (text of len bytes, from path) and its runs; runs go
+ * to the scheduler in monitor_tick(). *reply gets {"experiment", "name",
+ * "runs", "new"}. 0, or CADRE_ERR_INVALID with the spec's diagnostics
+ * in err. */
+int monitor_submit(struct monitor *m, const char *path, const char *text,
+    size_t len, json_t **reply, char *err, size_t errlen);
+/* Does what is due at time now (polls, submissions, resubmissions). */
+void monitor_tick(struct monitor *m, double now);
+/* Milliseconds until monitor_tick() has something to do; 0: now. */
+int monitor_timeout_ms(struct monitor *m, double now);
+
+/* target: an experiment id or name, a run id, or NULL (everything). The
+ * status is {"experiments": [...], "runs": [...], "unreachable_since"}. */
+int monitor_status(struct monitor *m, const char *target, json_t **out,
+    char *err, size_t errlen);
+/* The same as the table `cadre status` prints (text, caller frees). */
+int monitor_status_table(struct monitor *m, const char *target, char **out,
+    char *err, size_t errlen);
+/* Cancels the live jobs of target and marks its unfinished runs
+ * cancelled; *n gets how many. */
+int monitor_cancel(struct monitor *m, const char *target, int64_t *n,
+    char *err, size_t errlen);
+/* Whether every run of experiment (NULL: all) is done, failed or
+ * cancelled. */
+int monitor_all_final(struct monitor *m, const char *experiment);
+
+/* "HH:MM" since when the scheduler has not answered; 0: it answers. */
+double monitor_unreachable_since(const struct monitor *m);
+
+#endif

@@ -1,0 +1,1399 @@
+/* cadre report: per-run figures from metrics.jsonl, per-configuration
+ * aggregates, baselines, DLPerf groups and comparisons (report.h). */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+/* report.baseline is only reachable through the spec's internals. */
+#define SPEC_INTERNAL
+#include "buf.h"
+#include "error.h"
+#include "json.h"
+#include "report.h"
+#include "spec.h"
+#include "xmalloc.h"
+
+/* ------------------------------------------------------------ metrics */
+
+void
+metrics_init(struct metrics *m, int64_t skip_steps)
+{
+	memset(m, 0, sizeof *m);
+	m->skip_steps = skip_steps;
+	m->loss_stride = 1;
+	m->last_step = -1;
+	m->last_elapsed = NAN;
+	m->last_loss = NAN;
+	m->last_mlm_acc = NAN;
+	m->samples = -1;
+	m->eval_loss = NAN;
+	m->eval_accuracy = NAN;
+	m->peak_rss = -1;
+	m->env = json_object();
+}
+
+void
+metrics_free(struct metrics *m)
+{
+	free(m->sps);
+	free(m->loss_step);
+	free(m->loss);
+	json_decref(m->env);
+	memset(m, 0, sizeof *m);
+}
+
+/* Keeps at most REPORT_POINTS_MAX points of the loss curve: when full,
+ * every other point goes and only every stride-th new one is kept. */
+static void
+loss_add(struct metrics *m, double step, double loss)
+{
+	size_t	i;
+
+	if (m->loss_seen++ % m->loss_stride != 0)
+		return;
+	if (m->nloss == REPORT_POINTS_MAX) {
+		for (i = 0; i < m->nloss / 2; i++) {
+			m->loss_step[i] = m->loss_step[2 * i];
+			m->loss[i] = m->loss[2 * i];
+		}
+		m->nloss /= 2;
+		m->loss_stride *= 2;
+	}
+	if (m->nloss == m->caploss) {
+		m->caploss = m->caploss ? m->caploss * 2 : 64;
+		m->loss_step = xreallocarray(m->loss_step, m->caploss,
+		    sizeof *m->loss_step);
+		m->loss = xreallocarray(m->loss, m->caploss, sizeof *m->loss);
+	}
+	m->loss_step[m->nloss] = step;
+	m->loss[m->nloss++] = loss;
+}
+
+/* A number member: 0 and *v; 1 when absent or null (allowed: optional);
+ * -1 with msg when of another type or not finite. */
+static int
+get_number(const json_t *o, const char *key, double *v, char *msg,
+    size_t msglen)
+{
+	json_t	*j = json_object_get(o, key);
+
+	if (j == NULL || json_is_null(j))
+		return 1;
+	if (!json_is_number(j)) {
+		snprintf(msg, msglen, "\"%s\" is not a number", key);
+		return -1;
+	}
+	*v = json_number_value(j);
+	if (!isfinite(*v)) {
+		snprintf(msg, msglen, "\"%s\" is not finite", key);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+need_number(const json_t *o, const char *ev, const char *key, double *v,
+    char *msg, size_t msglen)
+{
+	int	rc = get_number(o, key, v, msg, msglen);
+
+	if (rc == 1)
+		snprintf(msg, msglen, "\"%s\" event without \"%s\"", ev, key);
+	return rc == 0 ? 0 : -1;
+}
+
+static int
+need_int(const json_t *o, const char *ev, const char *key, int64_t *v,
+    char *msg, size_t msglen)
+{
+	json_t	*j = json_object_get(o, key);
+
+	if (j == NULL || json_is_null(j)) {
+		snprintf(msg, msglen, "\"%s\" event without \"%s\"", ev, key);
+		return -1;
+	}
+	if (!json_is_integer(j) || json_integer_value(j) < 0) {
+		snprintf(msg, msglen, "\"%s\" is not a non-negative integer",
+		    key);
+		return -1;
+	}
+	*v = json_integer_value(j);
+	return 0;
+}
+
+/* Copies the string, integer and real members of src into env (last
+ * wins), under prefix. */
+static void
+env_merge(json_t *env, const json_t *src, const char *const *keys)
+{
+	const char	*k;
+	json_t		*v;
+	size_t		 i;
+
+	if (keys != NULL) {
+		for (i = 0; keys[i] != NULL; i++) {
+			v = json_object_get(src, keys[i]);
+			if (v != NULL && (json_is_string(v) ||
+			    json_is_number(v)))
+				json_object_set(env, keys[i], v);
+		}
+		return;
+	}
+	json_object_foreach((json_t *)src, k, v) {
+		if (json_is_string(v) || json_is_number(v))
+			json_object_set(env, k, v);
+	}
+}
+
+static int
+parse_step(struct metrics *m, const json_t *o, char *msg, size_t msglen)
+{
+	int64_t	step, samples = -1;
+	double	sps, loss, elapsed, acc = NAN;
+	int	rc;
+
+	if (need_int(o, "step", "step", &step, msg, msglen) != 0 ||
+	    need_number(o, "step", "samples_per_s", &sps, msg, msglen) != 0 ||
+	    need_number(o, "step", "loss", &loss, msg, msglen) != 0 ||
+	    need_number(o, "step", "elapsed_s", &elapsed, msg, msglen) != 0)
+		return CADRE_ERR_INVALID;
+	if (sps < 0) {
+		snprintf(msg, msglen, "\"samples_per_s\" is negative");
+		return CADRE_ERR_INVALID;
+	}
+	if ((rc = get_number(o, "mlm_acc", &acc, msg, msglen)) < 0)
+		return CADRE_ERR_INVALID;
+	if (json_object_get(o, "samples") != NULL &&
+	    need_int(o, "step", "samples", &samples, msg, msglen) != 0)
+		return CADRE_ERR_INVALID;
+
+	m->nsteps++;
+	if (step > m->skip_steps) {
+		if (m->nsps == m->capsps) {
+			m->capsps = m->capsps ? m->capsps * 2 : 64;
+			m->sps = xreallocarray(m->sps, m->capsps,
+			    sizeof *m->sps);
+		}
+		m->sps[m->nsps++] = sps;
+	}
+	loss_add(m, (double)step, loss);
+	/* A resumed attempt logs again from its checkpoint: the last line
+	 * is the latest, even when its step is not the largest. */
+	m->last_step = step;
+	m->last_elapsed = elapsed;
+	m->last_loss = loss;
+	m->last_mlm_acc = acc;
+	if (samples >= 0)
+		m->samples = samples;
+	return 0;
+}
+
+int
+metrics_parse_line(struct metrics *m, const char *line, size_t len,
+    char *msg, size_t msglen)
+{
+	static const char *const start_keys[] = { "commit", "device",
+	    "threads", "ranks", "precision", NULL };
+	json_t		*o = NULL, *j;
+	json_error_t	 err;
+	const char	*ev, *kind;
+	int64_t		 rss;
+	int		 rc;
+
+	msg[0] = '\0';
+	if (len > REPORT_LINE_MAX) {
+		snprintf(msg, msglen, "line longer than %zu bytes",
+		    REPORT_LINE_MAX);
+		return CADRE_ERR_TOO_LARGE;
+	}
+	if ((rc = cjson_loadb(line, len, REPORT_LINE_MAX, &o, &err)) != 0) {
+		if (rc == CADRE_ERR_PARSE)
+			snprintf(msg, msglen, "not JSON: %s (column %d)",
+			    err.text, err.column);
+		else
+			snprintf(msg, msglen, "%s", cadre_strerror(rc));
+		goto out;
+	}
+	if (!json_is_object(o)) {
+		snprintf(msg, msglen, "not a JSON object");
+		rc = CADRE_ERR_INVALID;
+		goto out;
+	}
+	if (cjson_get_string(o, "event", &ev) != 0) {
+		snprintf(msg, msglen, "no \"event\" string");
+		rc = CADRE_ERR_INVALID;
+		goto out;
+	}
+	rc = CADRE_ERR_INVALID;
+	if (strcmp(ev, "step") == 0) {
+		rc = parse_step(m, o, msg, msglen);
+		goto out;
+	} else if (strcmp(ev, "start") == 0) {
+		m->nstarts++;
+		env_merge(m->env, o, start_keys);
+	} else if (strcmp(ev, "eval") == 0) {
+		double	loss = NAN, acc = NAN;
+
+		if (get_number(o, "loss", &loss, msg, msglen) < 0 ||
+		    get_number(o, "accuracy", &acc, msg, msglen) < 0)
+			goto out;
+		m->eval_loss = loss;
+		m->eval_accuracy = acc;
+	} else if (strcmp(ev, "error") == 0) {
+		if (cjson_get_string(o, "kind", &kind) == 0 &&
+		    strcmp(kind, "oom") == 0)
+			m->oom = 1;
+	} else if (strcmp(ev, "summary") == 0) {
+		j = json_object_get(o, "peak_rss_bytes");
+		if (j != NULL && !json_is_null(j)) {
+			if (!json_is_integer(j) || json_integer_value(j) < 0) {
+				snprintf(msg, msglen, "\"peak_rss_bytes\" is "
+				    "not a non-negative integer");
+				goto out;
+			}
+			rss = json_integer_value(j);
+			if (rss > m->peak_rss)
+				m->peak_rss = rss;
+		}
+		j = json_object_get(o, "env");
+		if (j != NULL && json_is_object(j))
+			env_merge(m->env, j, NULL);
+		j = json_object_get(o, "complete");
+		m->complete = j != NULL && json_is_true(j);
+	}
+	/* checkpoint and events of later versions: nothing to take */
+	rc = 0;
+
+ out:
+	json_decref(o);
+	return rc;
+}
+
+int
+metrics_load(struct metrics *m, const char *path, struct diags *d)
+{
+	struct cbuf	 line;
+	struct stat	 sb;
+	char		 buf[65536], msg[512];
+	ssize_t		 n;
+	size_t		 lineno = 0, i, start;
+	int		 fd, rc = 0, toolong = 0;
+
+	/* O_NONBLOCK: a FIFO put there must not hang the report */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
+		return errno == ENOENT ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
+	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return CADRE_ERR_INVALID;
+	}
+	cbuf_init(&line, REPORT_LINE_MAX);
+	for (;;) {
+		n = read(fd, buf, sizeof buf);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			rc = CADRE_ERR_SYSTEM;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (start = 0, i = 0; i < (size_t)n; i++) {
+			if (buf[i] != '\n')
+				continue;
+			if (!toolong && cbuf_add(&line, buf + start,
+			    i - start) != 0)
+				toolong = 1;
+			lineno++;
+			if (toolong)
+				diag_warning(d, path, lineno, 1, "skipped: line "
+				    "longer than %zu bytes", REPORT_LINE_MAX);
+			else if (line.len > 0 && metrics_parse_line(m,
+			    line.data, line.len, msg, sizeof msg) != 0)
+				diag_warning(d, path, lineno, 1, "skipped: %s",
+				    msg);
+			cbuf_reset(&line);
+			toolong = 0;
+			start = i + 1;
+			if (lineno >= REPORT_LINES_MAX) {
+				diag_warning(d, path, lineno, 1, "stopped "
+				    "reading after %zu lines", REPORT_LINES_MAX);
+				goto out;
+			}
+		}
+		if (!toolong && cbuf_add(&line, buf + start,
+		    (size_t)n - start) != 0)
+			toolong = 1;
+	}
+	/* The last line without its newline: a run still writing it. It
+	 * counts when it is already whole. */
+	if (rc == 0 && !toolong && line.len > 0)
+		(void)metrics_parse_line(m, line.data, line.len, msg,
+		    sizeof msg);
+
+ out:
+	cbuf_free(&line);
+	close(fd);
+	return rc;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double	x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double
+report_median(const double *v, size_t n)
+{
+	double	*c, r;
+
+	if (n == 0)
+		return NAN;
+	c = xreallocarray(NULL, n, sizeof *c);
+	memcpy(c, v, n * sizeof *c);
+	qsort(c, n, sizeof *c, cmp_double);
+	r = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+	free(c);
+	return r;
+}
+
+double
+report_mean(const double *v, size_t n)
+{
+	double	s = 0;
+	size_t	i;
+
+	if (n == 0)
+		return NAN;
+	for (i = 0; i < n; i++)
+		s += v[i];
+	return s / (double)n;
+}
+
+double
+metrics_throughput(const struct metrics *m)
+{
+	return report_median(m->sps, m->nsps);
+}
+
+/* ------------------------------------------------------------ report */
+
+static const char *const class_names[REPORT_CLASS_COUNT] = {
+	"done", "failed", "oom", "cancelled", "unfinished", "missing"
+};
+
+const char *
+report_class_name(enum report_class c)
+{
+	return (unsigned)c < REPORT_CLASS_COUNT ? class_names[c] : "?";
+}
+
+int
+report_new(const char *exp_id, const char *name, const char *spec_file,
+    const char *spec_text, struct diags *d, struct report **out)
+{
+	struct report		*r = NULL;
+	struct spec		*s = NULL;
+	struct spec_plan	*p = NULL;
+	const struct spec_run	*run;
+	struct report_config	*c;
+	size_t			 i, j, ci;
+	int			 rc;
+
+	*out = NULL;
+	if ((rc = spec_parse(spec_file != NULL ? spec_file : "spec",
+	    spec_text, strlen(spec_text), d, &s)) != 0)
+		goto out;
+	if ((rc = spec_expand(s, d, &p)) != 0)
+		goto out;
+	r = xcalloc(1, sizeof *r);
+	r->exp_id = xstrdup(exp_id);
+	r->name = xstrdup(name != NULL ? name : "");
+	r->spec_file = xstrdup(spec_file != NULL ? spec_file : "");
+	r->has_baseline = s->has_baseline && !s->baseline.bad;
+	diags_init(&r->warnings);
+	r->nconfigs = spec_plan_nconfigs(p);
+	r->configs = xcalloc(r->nconfigs, sizeof *r->configs);
+	for (i = 0; i < spec_plan_nruns(p); i++) {
+		run = spec_plan_run(p, i);
+		ci = spec_run_config(run);
+		c = &r->configs[ci];
+		if (c->run != NULL)
+			continue;
+		c->run = run;
+		c->id = xstrdup(spec_run_config_id(run));
+		c->values = xcalloc(spec_nvaried(s) + 1, sizeof *c->values);
+		for (j = 0; j < spec_nvaried(s); j++)
+			c->values[j] = spec_run_format(run, spec_varied(s, j));
+		c->nodes = spec_run_int(run, SPEC_K_RES_NODES);
+		c->gpus_per_node = spec_run_int(run, SPEC_K_RES_GPUS_PER_NODE);
+		c->gpus = spec_run_total_gpus(run);
+		c->ranks = spec_run_ranks(run);
+		c->batch = spec_run_int(run, SPEC_K_BATCH_SIZE);
+		c->global_batch = spec_run_global_batch(run);
+		c->precision = spec_run_string(run, SPEC_K_PRECISION);
+		c->task = spec_run_string(run, SPEC_K_TASK);
+		c->baseline = SIZE_MAX;
+		c->peak_rss = -1;
+	}
+	r->spec = s;
+	r->plan = p;
+	s = NULL;
+	p = NULL;
+	*out = r;
+	r = NULL;
+
+ out:
+	spec_plan_free(p);
+	spec_free(s);
+	return rc;
+}
+
+static const struct report *sort_plan;	/* for cmp_plan_index */
+
+static int
+cmp_plan_index(const void *a, const void *b)
+{
+	return strcmp(spec_run_id(spec_plan_run(sort_plan->plan,
+	    *(const size_t *)a)), spec_run_id(spec_plan_run(sort_plan->plan,
+	    *(const size_t *)b)));
+}
+
+/* The plan index of run_id, or SIZE_MAX: a binary search over the plan's
+ * runs sorted by id (10,000 runs are matched without a quadratic scan). */
+static size_t
+plan_find(struct report *r, const char *run_id)
+{
+	size_t	lo = 0, hi, mid, n = spec_plan_nruns(r->plan), i;
+	int	c;
+
+	if (r->by_id == NULL) {
+		r->by_id = xcalloc(n + 1, sizeof *r->by_id);
+		r->added = xcalloc(n + 1, 1);
+		for (i = 0; i < n; i++)
+			r->by_id[i] = i;
+		sort_plan = r;
+		qsort(r->by_id, n, sizeof *r->by_id, cmp_plan_index);
+		sort_plan = NULL;
+	}
+	hi = n;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = strcmp(run_id, spec_run_id(spec_plan_run(r->plan,
+		    r->by_id[mid])));
+		if (c == 0)
+			return r->by_id[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return SIZE_MAX;
+}
+
+static struct report_run *
+run_append(struct report *r)
+{
+	struct report_run	*rr;
+
+	if (r->nruns == r->capruns) {
+		r->capruns = r->capruns ? r->capruns * 2 : 16;
+		r->runs = xreallocarray(r->runs, r->capruns, sizeof *r->runs);
+	}
+	rr = &r->runs[r->nruns++];
+	memset(rr, 0, sizeof *rr);
+	rr->throughput = NAN;
+	rr->stage_seconds = NAN;
+	return rr;
+}
+
+/* status.json's reason, or NULL; *stage its stage_seconds (launch
+ * --stage), NAN when it has none. */
+static char *
+status_reason(struct report *r, const char *run_dir, double *stage)
+{
+	json_t		*st = NULL;
+	json_error_t	 err;
+	struct stat	 sb;
+	const char	*reason;
+	char		*path = NULL, *res = NULL;
+	int		 rc;
+
+	xasprintf(&path, "%s/status.json", run_dir);
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		diag_warning(&r->warnings, path, 0, 0, "not a regular file: "
+		    "left out");
+		goto out;
+	}
+	rc = cjson_load_file(path, REPORT_STATUS_MAX, &st, &err);
+	*stage = NAN;
+	if (rc == 0 && json_is_number(json_object_get(st, "stage_seconds")))
+		*stage = json_number_value(json_object_get(st,
+		    "stage_seconds"));
+	if (rc == 0 && cjson_get_string(st, "reason", &reason) == 0)
+		res = xstrdup(reason);
+	else if (rc == 0)
+		diag_warning(&r->warnings, path, 0, 0, "no \"reason\" string");
+	else if (rc == CADRE_ERR_PARSE)
+		diag_warning(&r->warnings, path, (size_t)err.line,
+		    err.column > 0 ? (size_t)err.column : 0, "not JSON: %s",
+		    err.text);
+	else if (rc != CADRE_ERR_NOT_FOUND && !(rc == CADRE_ERR_SYSTEM &&
+	    errno == ENOENT))
+		diag_warning(&r->warnings, path, 0, 0, "cannot read: %s",
+		    cadre_strerror(rc));
+
+ out:
+	json_decref(st);
+	free(path);
+	return res;
+}
+
+int
+report_add_run(struct report *r, const struct state_run *sr)
+{
+	const struct spec_run	*pr;
+	struct report_run	*rr;
+	char			*path = NULL, *sreason;
+	size_t			 pi;
+	int			 rc;
+
+	if ((pi = plan_find(r, sr->id)) == SIZE_MAX) {
+		diag_warning(&r->warnings, r->exp_id, 0, 0, "run %s is not in "
+		    "the experiment's spec: left out", sr->id);
+		return 0;
+	}
+	if (r->added[pi]) {
+		diag_warning(&r->warnings, r->exp_id, 0, 0, "run %s given "
+		    "twice: the second left out", sr->id);
+		return 0;
+	}
+	r->added[pi] = 1;
+	pr = spec_plan_run(r->plan, pi);
+	rr = run_append(r);
+	rr->id = xstrdup(sr->id);
+	rr->config_id = xstrdup(spec_run_config_id(pr));
+	rr->repeat = spec_run_repeat(pr);
+	rr->config = spec_run_config(pr);
+	rr->run_dir = xstrdup(sr->run_dir);
+	rr->state = xstrdup(run_state_name(sr->state));
+	metrics_init(&rr->m, spec_run_int(pr, SPEC_K_MEASURE_SKIP_STEPS));
+
+	xasprintf(&path, "%s/metrics.jsonl", sr->run_dir);
+	rc = metrics_load(&rr->m, path, &r->warnings);
+	if (rc == 0)
+		rr->has_metrics = 1;
+	else if (rc == CADRE_ERR_INVALID)
+		diag_warning(&r->warnings, path, 0, 0, "not a regular file: "
+		    "left out");
+	else if (rc != CADRE_ERR_NOT_FOUND)
+		diag_warning(&r->warnings, path, 0, 0, "cannot read: %s",
+		    strerror(errno));
+	free(path);
+	rr->throughput = metrics_throughput(&rr->m);
+
+	sreason = status_reason(r, sr->run_dir, &rr->stage_seconds);
+	if (sr->reason != NULL && *sr->reason != '\0')
+		rr->reason = xstrdup(sr->reason);
+	else
+		rr->reason = xstrdup(sreason != NULL ? sreason : "");
+
+	switch (sr->state) {
+	case RUN_DONE:
+		rr->cls = REPORT_DONE;
+		break;
+	case RUN_CANCELLED:
+		rr->cls = REPORT_CANCELLED;
+		break;
+	case RUN_FAILED:
+		rr->cls = (sreason != NULL && strcmp(sreason, "oom") == 0) ||
+		    strcmp(rr->reason, "oom") == 0 || rr->m.oom ?
+		    REPORT_OOM : REPORT_FAILED;
+		break;
+	default:
+		rr->cls = REPORT_UNFINISHED;
+		break;
+	}
+	free(sreason);
+	return 0;
+}
+
+static int
+cmp_run(const void *a, const void *b)
+{
+	const struct report_run	*x = a, *y = b;
+
+	if (x->config != y->config)
+		return x->config < y->config ? -1 : 1;
+	return x->repeat < y->repeat ? -1 : x->repeat > y->repeat;
+}
+
+/* Whether configuration ci is one report.baseline names. */
+static int
+baseline_entry_matches(const struct report *r, size_t ci)
+{
+	const struct spec		*s = r->spec;
+	const struct spec_entry		*e = &s->baseline;
+	size_t				 i;
+
+	for (i = 0; i < e->n; i++) {
+		if (!spec_value_equal(e->a[i].key, &e->a[i].val,
+		    spec_cfg_value(s, &s->configs[ci], e->a[i].key)))
+			return 0;
+	}
+	return 1;
+}
+
+/* Keys of the resources: what a scaling table varies. */
+static int
+resource_key(enum spec_key k)
+{
+	return k == SPEC_K_RES_NODES || k == SPEC_K_RES_GPUS_PER_NODE ||
+	    k == SPEC_K_RES_RANKS_PER_NODE || k == SPEC_K_RES_CPUS_PER_RANK ||
+	    k == SPEC_K_RES_MEMORY;
+}
+
+/* Varied values outside the resources that two configurations share. */
+static size_t
+agreement(const struct report *r, size_t a, size_t b)
+{
+	size_t	j, n = 0;
+
+	for (j = 0; j < spec_nvaried(r->spec); j++) {
+		if (!resource_key(spec_varied(r->spec, j)) &&
+		    strcmp(r->configs[a].values[j],
+		    r->configs[b].values[j]) == 0)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * The baseline of each configuration: among the candidates (those
+ * report.baseline names, else those with the fewest ranks) the one that
+ * agrees with it on the most varied values outside the resources, then
+ * the smallest batch, then the first.
+ */
+static void
+pick_baselines(struct report *r)
+{
+	unsigned char	*cand = xcalloc(r->nconfigs + 1, 1);
+	int64_t		 minranks = INT64_MAX;
+	size_t		 i, j, best, ba, a;
+
+	for (i = 0; i < r->nconfigs; i++) {
+		if (r->has_baseline)
+			cand[i] = (unsigned char)baseline_entry_matches(r, i);
+		else if (r->configs[i].ranks < minranks)
+			minranks = r->configs[i].ranks;
+	}
+	if (!r->has_baseline) {
+		for (i = 0; i < r->nconfigs; i++)
+			cand[i] = r->configs[i].ranks == minranks;
+	}
+	for (i = 0; i < r->nconfigs; i++) {
+		best = SIZE_MAX;
+		ba = 0;
+		for (j = 0; j < r->nconfigs; j++) {
+			if (!cand[j])
+				continue;
+			a = agreement(r, i, j);
+			if (best == SIZE_MAX || a > ba || (a == ba &&
+			    r->configs[j].batch < r->configs[best].batch)) {
+				best = j;
+				ba = a;
+			}
+		}
+		r->configs[i].baseline = best;
+	}
+	free(cand);
+}
+
+static void
+ratio(const struct report_config *c, const struct report_config *b,
+    double *speedup, double *efficiency)
+{
+	*speedup = NAN;
+	*efficiency = NAN;
+	if (b == NULL || !(b->median > 0) || isnan(c->median))
+		return;
+	*speedup = c->median / b->median;
+	if (c->ranks > 0 && b->ranks > 0)
+		*efficiency = *speedup / ((double)c->ranks / (double)b->ranks);
+}
+
+static void
+aggregate(struct report *r, size_t ci)
+{
+	struct report_config	*c = &r->configs[ci];
+	double			*thr, *ttt, *loss, *acc;
+	size_t			 i, nthr = 0, nttt = 0, nloss = 0, nacc = 0;
+	struct report_run	*rr;
+
+	thr = xcalloc(r->nruns + 1, sizeof *thr);
+	ttt = xcalloc(r->nruns + 1, sizeof *ttt);
+	loss = xcalloc(r->nruns + 1, sizeof *loss);
+	acc = xcalloc(r->nruns + 1, sizeof *acc);
+	for (i = 0; i < r->nruns; i++) {
+		rr = &r->runs[i];
+		if (rr->config != ci)
+			continue;
+		c->nruns++;
+		c->count[rr->cls]++;
+		if (rr->cls != REPORT_DONE)
+			continue;
+		if (!isnan(rr->throughput))
+			thr[nthr++] = rr->throughput;
+		if (!isnan(rr->m.last_elapsed))
+			ttt[nttt++] = rr->m.last_elapsed;
+		if (!isnan(rr->m.last_loss))
+			loss[nloss++] = rr->m.last_loss;
+		if (!isnan(rr->m.eval_accuracy))
+			acc[nacc++] = rr->m.eval_accuracy;
+		if (rr->m.peak_rss > c->peak_rss)
+			c->peak_rss = rr->m.peak_rss;
+	}
+	c->nthroughput = nthr;
+	c->median = report_median(thr, nthr);
+	c->mean = report_mean(thr, nthr);
+	c->min = c->max = NAN;
+	for (i = 0; i < nthr; i++) {
+		if (i == 0 || thr[i] < c->min)
+			c->min = thr[i];
+		if (i == 0 || thr[i] > c->max)
+			c->max = thr[i];
+	}
+	c->time_to_train = report_median(ttt, nttt);
+	c->loss = report_median(loss, nloss);
+	c->accuracy = report_median(acc, nacc);
+	free(thr);
+	free(ttt);
+	free(loss);
+	free(acc);
+}
+
+/* Configurations that differ only in resources share a group. */
+static int
+same_group(const struct report *r, size_t a, size_t b)
+{
+	const struct report_config	*x = &r->configs[a], *y = &r->configs[b];
+	size_t				 j;
+
+	if (x->batch != y->batch || strcmp(x->precision, y->precision) != 0)
+		return 0;
+	for (j = 0; j < spec_nvaried(r->spec); j++) {
+		if (!resource_key(spec_varied(r->spec, j)) &&
+		    strcmp(x->values[j], y->values[j]) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static const struct report *sort_report;	/* for cmp_group_member */
+
+static int
+cmp_group_member(const void *a, const void *b)
+{
+	const struct report_config	*x, *y;
+	size_t				 i = *(const size_t *)a,
+					 j = *(const size_t *)b;
+
+	x = &sort_report->configs[i];
+	y = &sort_report->configs[j];
+	if (x->ranks != y->ranks)
+		return x->ranks < y->ranks ? -1 : 1;
+	if (x->nodes != y->nodes)
+		return x->nodes < y->nodes ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+static void
+make_groups(struct report *r)
+{
+	struct report_group	*g;
+	struct cbuf		 t, sl;
+	size_t			 i, j, k;
+	enum spec_key		 key;
+	const char		*p, *dot;
+
+	r->groups = xcalloc(r->nconfigs + 1, sizeof *r->groups);
+	for (i = 0; i < r->nconfigs; i++) {
+		for (k = 0; k < r->ngroups; k++) {
+			if (same_group(r, r->groups[k].configs[0], i))
+				break;
+		}
+		g = &r->groups[k];
+		if (k == r->ngroups) {
+			r->ngroups++;
+			g->configs = xcalloc(r->nconfigs, sizeof *g->configs);
+		}
+		g->configs[g->n++] = i;
+		r->configs[i].group = k;
+	}
+	for (k = 0; k < r->ngroups; k++) {
+		g = &r->groups[k];
+		sort_report = r;
+		qsort(g->configs, g->n, sizeof *g->configs, cmp_group_member);
+		sort_report = NULL;
+		/* the fewest ranks, unless report.baseline names one here */
+		g->baseline = g->configs[0];
+		if (r->has_baseline) {
+			for (j = 0; j < g->n; j++) {
+				if (baseline_entry_matches(r, g->configs[j])) {
+					g->baseline = g->configs[j];
+					break;
+				}
+			}
+		}
+		i = g->configs[0];
+		cbuf_init(&t, SIZE_MAX);
+		cbuf_init(&sl, SIZE_MAX);
+		cbuf_addf(&t, "batch %" PRId64 ", %s", r->configs[i].batch,
+		    r->configs[i].precision);
+		cbuf_addf(&sl, "b%" PRId64 "-%s", r->configs[i].batch,
+		    r->configs[i].precision);
+		for (j = 0; j < spec_nvaried(r->spec); j++) {
+			key = spec_varied(r->spec, j);
+			if (resource_key(key) || key == SPEC_K_BATCH_SIZE ||
+			    key == SPEC_K_PRECISION)
+				continue;
+			p = spec_key_info(key)->path;
+			dot = strrchr(p, '.');
+			cbuf_addf(&t, ", %s %s", dot != NULL ? dot + 1 : p,
+			    r->configs[i].values[j]);
+		}
+		if (r->ngroups > 1) {
+			/* other values make names clash: number them */
+			for (j = 0; j < r->ngroups; j++) {
+				if (j != k && r->groups[j].n > 0 &&
+				    r->configs[r->groups[j].configs[0]].batch ==
+				    r->configs[i].batch && strcmp(r->configs[
+				    r->groups[j].configs[0]].precision,
+				    r->configs[i].precision) == 0)
+					break;
+			}
+			if (j < r->ngroups)
+				cbuf_addf(&sl, "-%zu", k + 1);
+		}
+		g->title = cbuf_detach(&t, NULL);
+		g->slug = cbuf_detach(&sl, NULL);
+		cbuf_free(&t);
+		cbuf_free(&sl);
+	}
+}
+
+/* env: key -> sorted distinct values, as text. */
+static void
+merge_env(struct report *r)
+{
+	const char	*k;
+	json_t		*v, *arr, *s;
+	size_t		 i, j;
+	char		*text;
+	int		 found;
+
+	r->env = json_object();
+	for (i = 0; i < r->nruns; i++) {
+		json_object_foreach(r->runs[i].m.env, k, v) {
+			if (json_is_string(v))
+				text = xstrdup(json_string_value(v));
+			else
+				text = cjson_dumps_sorted(v);
+			if ((arr = json_object_get(r->env, k)) == NULL) {
+				arr = json_array();
+				json_object_set_new(r->env, k, arr);
+			}
+			found = 0;
+			json_array_foreach(arr, j, s) {
+				if (strcmp(json_string_value(s), text) == 0)
+					found = 1;
+			}
+			if (!found) {
+				for (j = 0; j < json_array_size(arr); j++) {
+					if (strcmp(json_string_value(
+					    json_array_get(arr, j)), text) > 0)
+						break;
+				}
+				json_array_insert_new(arr, j,
+				    json_string(text));
+			}
+			free(text);
+		}
+	}
+}
+
+void
+report_finish(struct report *r)
+{
+	const struct spec_run	*pr;
+	struct report_run	*rr;
+	size_t			 i;
+
+	if (r->added == NULL)
+		(void)plan_find(r, "");	/* builds r->added */
+	for (i = 0; i < spec_plan_nruns(r->plan); i++) {
+		pr = spec_plan_run(r->plan, i);
+		if (r->added[i])
+			continue;
+		rr = run_append(r);
+		rr->id = xstrdup(spec_run_id(pr));
+		rr->config_id = xstrdup(spec_run_config_id(pr));
+		rr->repeat = spec_run_repeat(pr);
+		rr->config = spec_run_config(pr);
+		rr->state = xstrdup("missing");
+		rr->reason = xstrdup("");
+		rr->cls = REPORT_MISSING;
+		metrics_init(&rr->m, 0);
+	}
+	qsort(r->runs, r->nruns, sizeof *r->runs, cmp_run);
+	for (i = 0; i < r->nruns; i++)
+		r->count[r->runs[i].cls]++;
+	for (i = 0; i < r->nconfigs; i++)
+		aggregate(r, i);
+	pick_baselines(r);
+	for (i = 0; i < r->nconfigs; i++)
+		ratio(&r->configs[i], r->configs[i].baseline != SIZE_MAX ?
+		    &r->configs[r->configs[i].baseline] : NULL,
+		    &r->configs[i].speedup, &r->configs[i].efficiency);
+	make_groups(r);
+	merge_env(r);
+}
+
+void
+report_free(struct report *r)
+{
+	size_t	i, j;
+
+	if (r == NULL)
+		return;
+	for (i = 0; i < r->nruns; i++) {
+		free(r->runs[i].id);
+		free(r->runs[i].config_id);
+		free(r->runs[i].run_dir);
+		free(r->runs[i].state);
+		free(r->runs[i].reason);
+		metrics_free(&r->runs[i].m);
+	}
+	free(r->runs);
+	for (i = 0; i < r->nconfigs; i++) {
+		free(r->configs[i].id);
+		if (r->configs[i].values != NULL) {
+			for (j = 0; r->configs[i].values[j] != NULL; j++)
+				free(r->configs[i].values[j]);
+		}
+		free(r->configs[i].values);
+	}
+	free(r->configs);
+	for (i = 0; i < r->ngroups; i++) {
+		free(r->groups[i].title);
+		free(r->groups[i].slug);
+		free(r->groups[i].configs);
+	}
+	free(r->groups);
+	json_decref(r->env);
+	free(r->by_id);
+	free(r->added);
+	diags_free(&r->warnings);
+	spec_plan_free(r->plan);
+	spec_free(r->spec);
+	free(r->exp_id);
+	free(r->name);
+	free(r->spec_file);
+	free(r);
+}
+
+/* ------------------------------------------------------------ database */
+
+struct exp_find {
+	const char	*arg;
+	char		*prefix, *named;	/* the last match of each */
+	size_t		 nprefix, nnamed;
+	char		 other[STATE_ID_MAX + 1];	/* another match */
+};
+
+static int
+find_exp(void *ctx, const struct state_experiment *e)
+{
+	struct exp_find	*f = ctx;
+
+	if (strncmp(e->id, f->arg, strlen(f->arg)) == 0) {
+		if (f->nprefix++ > 0)
+			snprintf(f->other, sizeof f->other, "%s", f->prefix);
+		free(f->prefix);
+		f->prefix = xstrdup(e->id);
+	}
+	if (e->name != NULL && strcmp(e->name, f->arg) == 0) {
+		f->nnamed++;
+		free(f->named);
+		f->named = xstrdup(e->id);	/* oldest first: newest stays */
+	}
+	return 0;
+}
+
+int
+report_find_experiment(struct state *st, const char *arg, char **id,
+    char *msg, size_t msglen)
+{
+	struct state_experiment	 e;
+	struct exp_find		 f;
+	int			 rc;
+
+	*id = NULL;
+	msg[0] = '\0';
+	memset(&e, 0, sizeof e);
+	if (state_get_experiment(st, arg, &e) == 0) {
+		state_experiment_free(&e);
+		*id = xstrdup(arg);
+		return 0;
+	}
+	memset(&f, 0, sizeof f);
+	f.arg = arg;
+	if (*arg == '\0') {
+		snprintf(msg, msglen, "an empty experiment name");
+		rc = CADRE_ERR_NOT_FOUND;
+		goto out;
+	}
+	if ((rc = state_list_experiments(st, find_exp, &f)) != 0)
+		goto out;
+	if (f.nprefix == 1) {
+		*id = f.prefix;
+		f.prefix = NULL;
+	} else if (f.nnamed > 0) {
+		/* a name given again to a new experiment means the new one */
+		if (f.nnamed > 1)
+			snprintf(msg, msglen, "%zu experiments are named '%s': "
+			    "the newest, %s", f.nnamed, arg, f.named);
+		*id = f.named;
+		f.named = NULL;
+	} else if (f.nprefix > 1) {
+		snprintf(msg, msglen, "'%s' is the start of %zu experiment "
+		    "ids (%s, %s%s): give more of it", arg, f.nprefix, f.other,
+		    f.prefix, f.nprefix > 2 ? ", ..." : "");
+		rc = CADRE_ERR_EXISTS;
+	} else {
+		snprintf(msg, msglen, "no experiment '%s' (an id, a unique "
+		    "id prefix or a name; cadre status lists them)", arg);
+		rc = CADRE_ERR_NOT_FOUND;
+	}
+
+ out:
+	free(f.prefix);
+	free(f.named);
+	return rc;
+}
+
+struct load_ctx {
+	struct report	*r;
+};
+
+static int
+load_run(void *ctx, const struct state_run *sr)
+{
+	struct load_ctx	*lc = ctx;
+
+	return report_add_run(lc->r, sr);
+}
+
+int
+report_load(struct state *st, const char *exp_id, struct diags *d,
+    struct report **out)
+{
+	struct state_experiment	 e;
+	struct report		*r = NULL;
+	struct load_ctx		 lc;
+	int			 rc;
+
+	*out = NULL;
+	memset(&e, 0, sizeof e);
+	if ((rc = state_get_experiment(st, exp_id, &e)) != 0)
+		return rc;
+	if ((rc = report_new(e.id, e.name, e.spec_file, e.spec != NULL ?
+	    e.spec : "", d, &r)) != 0)
+		goto out;
+	lc.r = r;
+	if ((rc = state_list_runs(st, exp_id, load_run, &lc)) != 0)
+		goto out;
+	report_finish(r);
+	*out = r;
+	r = NULL;
+
+ out:
+	report_free(r);
+	state_experiment_free(&e);
+	return rc;
+}
+
+/* ------------------------------------------------------------ compare */
+
+/* "resources.nodes=2;trainer.batch_size=32;..." over keys. */
+static char *
+config_key(const struct report *r, size_t ci, const enum spec_key *keys,
+    size_t nkeys)
+{
+	struct cbuf	 b;
+	char		*v;
+	size_t		 i;
+
+	cbuf_init(&b, SIZE_MAX);
+	for (i = 0; i < nkeys; i++) {
+		/* 0 means "one per GPU, or 1": compare what it resolves to */
+		if (keys[i] == SPEC_K_RES_RANKS_PER_NODE) {
+			cbuf_addf(&b, "ranks_per_node=%" PRId64 ";",
+			    spec_run_ranks_per_node(r->configs[ci].run));
+			continue;
+		}
+		v = spec_run_format(r->configs[ci].run, keys[i]);
+		cbuf_addf(&b, "%s=%s;", spec_key_info(keys[i])->path, v);
+		free(v);
+	}
+	return cbuf_detach(&b, NULL);
+}
+
+static void
+add_key(enum spec_key *keys, size_t *n, enum spec_key k)
+{
+	size_t	i;
+
+	for (i = 0; i < *n; i++) {
+		if (keys[i] == k)
+			return;
+	}
+	keys[(*n)++] = k;
+}
+
+void
+report_compare(const struct report *a, const struct report *b,
+    struct report_match **out, size_t *n)
+{
+	enum spec_key		 keys[SPEC_KEY_COUNT];
+	struct report_match	*m;
+	const struct report_config *x, *y;
+	char			**kb, *ka;
+	size_t			 nkeys = 0, i, j, nm = 0;
+
+	add_key(keys, &nkeys, SPEC_K_RES_NODES);
+	add_key(keys, &nkeys, SPEC_K_RES_GPUS_PER_NODE);
+	add_key(keys, &nkeys, SPEC_K_RES_RANKS_PER_NODE);
+	add_key(keys, &nkeys, SPEC_K_BATCH_SIZE);
+	add_key(keys, &nkeys, SPEC_K_PRECISION);
+	for (i = 0; i < spec_nvaried(a->spec); i++)
+		add_key(keys, &nkeys, spec_varied(a->spec, i));
+	for (i = 0; i < spec_nvaried(b->spec); i++)
+		add_key(keys, &nkeys, spec_varied(b->spec, i));
+
+	m = xcalloc(a->nconfigs + 1, sizeof *m);
+	kb = xcalloc(b->nconfigs + 1, sizeof *kb);
+	for (j = 0; j < b->nconfigs; j++)
+		kb[j] = config_key(b, j, keys, nkeys);
+	for (i = 0; i < a->nconfigs; i++) {
+		ka = config_key(a, i, keys, nkeys);
+		for (j = 0; j < b->nconfigs; j++) {
+			if (strcmp(ka, kb[j]) == 0)
+				break;
+		}
+		free(ka);
+		if (j == b->nconfigs)
+			continue;
+		x = &a->configs[i];
+		y = &b->configs[j];
+		m[nm].a = i;
+		m[nm].b = j;
+		m[nm].change = x->median > 0 && !isnan(y->median) ?
+		    (y->median - x->median) / x->median : NAN;
+		m[nm].outside = x->nthroughput > 0 && y->nthroughput > 0 &&
+		    (x->max < y->min || y->max < x->min);
+		nm++;
+	}
+	for (j = 0; j < b->nconfigs; j++)
+		free(kb[j]);
+	free(kb);
+	*out = m;
+	*n = nm;
+}
+
+/* ------------------------------------------------------------ json */
+
+static json_t *
+num(double v)
+{
+	return isnan(v) || isinf(v) ? json_null() : json_real(v);
+}
+
+static json_t *
+config_json(const struct report *r, size_t ci)
+{
+	const struct report_config	*c = &r->configs[ci];
+	json_t				*o = json_object(), *vals, *cnt;
+	size_t				 j;
+	int				 k;
+
+	json_object_set_new(o, "config_id", json_string(c->id));
+	vals = json_object();
+	for (j = 0; j < spec_nvaried(r->spec); j++)
+		json_object_set_new(vals,
+		    spec_key_info(spec_varied(r->spec, j))->path,
+		    json_string(c->values[j]));
+	json_object_set_new(o, "values", vals);
+	json_object_set_new(o, "nodes", json_integer(c->nodes));
+	json_object_set_new(o, "gpus_per_node", json_integer(c->gpus_per_node));
+	json_object_set_new(o, "gpus", json_integer(c->gpus));
+	json_object_set_new(o, "ranks", json_integer(c->ranks));
+	json_object_set_new(o, "batch_size", json_integer(c->batch));
+	json_object_set_new(o, "global_batch", json_integer(c->global_batch));
+	json_object_set_new(o, "precision", json_string(c->precision));
+	json_object_set_new(o, "task", json_string(c->task));
+	json_object_set_new(o, "runs", json_integer((json_int_t)c->nruns));
+	json_object_set_new(o, "repeats",
+	    json_integer(spec_repeats(r->spec)));
+	cnt = json_object();
+	for (k = 0; k < REPORT_CLASS_COUNT; k++)
+		json_object_set_new(cnt, report_class_name(k),
+		    json_integer((json_int_t)c->count[k]));
+	json_object_set_new(o, "counts", cnt);
+	json_object_set_new(o, "throughput_runs",
+	    json_integer((json_int_t)c->nthroughput));
+	json_object_set_new(o, "samples_per_s_median", num(c->median));
+	json_object_set_new(o, "samples_per_s_mean", num(c->mean));
+	json_object_set_new(o, "samples_per_s_min", num(c->min));
+	json_object_set_new(o, "samples_per_s_max", num(c->max));
+	json_object_set_new(o, "baseline", c->baseline != SIZE_MAX ?
+	    json_string(r->configs[c->baseline].id) : json_null());
+	json_object_set_new(o, "speedup", num(c->speedup));
+	json_object_set_new(o, "efficiency", num(c->efficiency));
+	json_object_set_new(o, "time_to_train_s", num(c->time_to_train));
+	json_object_set_new(o, "final_loss", num(c->loss));
+	json_object_set_new(o, "accuracy", num(c->accuracy));
+	json_object_set_new(o, "peak_rss_bytes", c->peak_rss >= 0 ?
+	    json_integer(c->peak_rss) : json_null());
+	return o;
+}
+
+static json_t *
+run_json(const struct report_run *rr)
+{
+	json_t	*o = json_object();
+
+	json_object_set_new(o, "id", json_string(rr->id));
+	json_object_set_new(o, "config_id", json_string(rr->config_id));
+	json_object_set_new(o, "repeat", json_integer(rr->repeat));
+	json_object_set_new(o, "run_dir", rr->run_dir != NULL ?
+	    json_string(rr->run_dir) : json_null());
+	json_object_set_new(o, "state", json_string(rr->state));
+	json_object_set_new(o, "class", json_string(report_class_name(rr->cls)));
+	json_object_set_new(o, "reason", json_string(rr->reason));
+	if (!isnan(rr->stage_seconds))
+		json_object_set_new(o, "stage_seconds",
+		    json_real(rr->stage_seconds));
+	json_object_set_new(o, "attempts",
+	    json_integer((json_int_t)rr->m.nstarts));
+	json_object_set_new(o, "samples_per_s", num(rr->throughput));
+	json_object_set_new(o, "measured_steps",
+	    json_integer((json_int_t)rr->m.nsps));
+	json_object_set_new(o, "last_step", rr->m.last_step >= 0 ?
+	    json_integer(rr->m.last_step) : json_null());
+	json_object_set_new(o, "elapsed_s", num(rr->m.last_elapsed));
+	json_object_set_new(o, "samples", rr->m.samples >= 0 ?
+	    json_integer(rr->m.samples) : json_null());
+	json_object_set_new(o, "final_loss", num(rr->m.last_loss));
+	json_object_set_new(o, "mlm_acc", num(rr->m.last_mlm_acc));
+	json_object_set_new(o, "eval_loss", num(rr->m.eval_loss));
+	json_object_set_new(o, "accuracy", num(rr->m.eval_accuracy));
+	json_object_set_new(o, "peak_rss_bytes", rr->m.peak_rss >= 0 ?
+	    json_integer(rr->m.peak_rss) : json_null());
+	json_object_set_new(o, "complete", json_boolean(rr->m.complete));
+	return o;
+}
+
+json_t *
+report_json(const struct report *r)
+{
+	json_t		*root = json_object(), *a, *g, *m, *counts;
+	size_t		 i, j;
+	int		 k;
+
+	json_object_set_new(root, "experiment", json_string(r->exp_id));
+	json_object_set_new(root, "name", json_string(r->name));
+	json_object_set_new(root, "spec_file", json_string(r->spec_file));
+	json_object_set_new(root, "repeats",
+	    json_integer(spec_repeats(r->spec)));
+	a = json_array();
+	for (j = 0; j < spec_nvaried(r->spec); j++)
+		json_array_append_new(a,
+		    json_string(spec_key_info(spec_varied(r->spec, j))->path));
+	json_object_set_new(root, "varied", a);
+	json_object_set_new(root, "baseline_from", json_string(
+	    r->has_baseline ? "report.baseline" : "fewest ranks"));
+	counts = json_object();
+	for (k = 0; k < REPORT_CLASS_COUNT; k++)
+		json_object_set_new(counts, report_class_name(k),
+		    json_integer((json_int_t)r->count[k]));
+	json_object_set_new(root, "counts", counts);
+	a = json_array();
+	for (i = 0; i < r->nconfigs; i++)
+		json_array_append_new(a, config_json(r, i));
+	json_object_set_new(root, "configurations", a);
+	a = json_array();
+	for (i = 0; i < r->nruns; i++)
+		json_array_append_new(a, run_json(&r->runs[i]));
+	json_object_set_new(root, "runs", a);
+	a = json_array();
+	for (i = 0; i < r->ngroups; i++) {
+		const struct report_config	*b;
+		json_t				*rows = json_array(), *row;
+		double				 sp, ef;
+
+		g = json_object();
+		json_object_set_new(g, "title", json_string(r->groups[i].title));
+		b = &r->configs[r->groups[i].baseline];
+		json_object_set_new(g, "baseline", json_string(b->id));
+		for (j = 0; j < r->groups[i].n; j++) {
+			const struct report_config *c =
+			    &r->configs[r->groups[i].configs[j]];
+
+			ratio(c, b, &sp, &ef);
+			row = json_object();
+			json_object_set_new(row, "config_id",
+			    json_string(c->id));
+			json_object_set_new(row, "nodes",
+			    json_integer(c->nodes));
+			json_object_set_new(row, "gpus", json_integer(c->gpus));
+			json_object_set_new(row, "ranks",
+			    json_integer(c->ranks));
+			json_object_set_new(row, "samples_per_s",
+			    num(c->median));
+			json_object_set_new(row, "speedup", num(sp));
+			json_object_set_new(row, "efficiency", num(ef));
+			json_array_append_new(rows, row);
+		}
+		json_object_set_new(g, "rows", rows);
+		json_array_append_new(a, g);
+	}
+	json_object_set_new(root, "scaling", a);
+	json_object_set_new(root, "environment", json_deep_copy(r->env));
+	a = json_array();
+	for (i = 0; i < r->warnings.n; i++) {
+		m = json_object();
+		json_object_set_new(m, "file",
+		    json_string(r->warnings.v[i].file));
+		json_object_set_new(m, "line",
+		    json_integer((json_int_t)r->warnings.v[i].line));
+		json_object_set_new(m, "message",
+		    json_string(r->warnings.v[i].message));
+		json_array_append_new(a, m);
+	}
+	json_object_set_new(root, "warnings", a);
+	return root;
+}

@@ -1,0 +1,190 @@
+/*
+ * cadre report: the numbers of an experiment, computed from what its runs
+ * left behind (docs/report.md). The spec text stored with the experiment
+ * gives each run's configuration (re-parsed and expanded, runs matched by
+ * id); each run directory gives metrics.jsonl (contract C5) and
+ * status.json (C2). Nothing here talks to cadred: the database is only
+ * read, by report_load().
+ *
+ * A run's throughput is the median of the samples_per_s of its "step"
+ * lines with step > measure.skip_steps, over all its attempts. A
+ * configuration's figures are over its done runs; failed, out-of-memory,
+ * cancelled and unfinished runs are counted and listed, never dropped.
+ */
+#ifndef CADRE_REPORT_H
+#define CADRE_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "diag.h"
+#include "spec.h"
+#include "state.h"
+
+#define REPORT_LINE_MAX		((size_t)1 << 20)	/* bytes of one metrics line */
+#define REPORT_LINES_MAX	((size_t)10000000)	/* lines read per file */
+#define REPORT_POINTS_MAX	((size_t)20000)	/* loss points kept per run */
+#define REPORT_STATUS_MAX	((size_t)1 << 16)	/* bytes of status.json */
+
+/* What one metrics.jsonl says. Doubles are NAN when there is no value. */
+struct metrics {
+	int64_t	 skip_steps;	/* step lines up to this one are warm-up */
+	double	*sps;		/* samples_per_s of the measured step lines */
+	size_t	 nsps, capsps;
+	double	*loss_step, *loss;	/* the loss curve, thinned past REPORT_POINTS_MAX */
+	size_t	 nloss, caploss;
+	size_t	 loss_stride, loss_seen;
+	size_t	 nsteps;	/* step lines accepted */
+	size_t	 nstarts;	/* attempts (start events) */
+	int64_t	 last_step;	/* -1: none */
+	double	 last_elapsed;	/* elapsed_s of the last step line */
+	double	 last_loss;
+	double	 last_mlm_acc;
+	int64_t	 samples;	/* of the last step line; -1: none */
+	double	 eval_loss, eval_accuracy;	/* of the last eval event */
+	int64_t	 peak_rss;	/* largest summary peak_rss_bytes; -1: none */
+	int	 oom;		/* an error event of kind "oom" */
+	int	 complete;	/* the last summary said complete */
+	json_t	*env;		/* start and summary.env members, last wins */
+};
+
+void metrics_init(struct metrics *m, int64_t skip_steps);
+void metrics_free(struct metrics *m);
+/*
+ * Takes one line (len bytes, no newline). 0 when it was used or is an
+ * event this version ignores; CADRE_ERR_PARSE (not JSON), CADRE_ERR_INVALID
+ * (a field missing or of the wrong type) or CADRE_ERR_TOO_LARGE with the
+ * reason in msg: the line is skipped and m is unchanged.
+ */
+int metrics_parse_line(struct metrics *m, const char *line, size_t len,
+    char *msg, size_t msglen);
+/*
+ * Reads path line by line; each skipped line is a warning "PATH:LINE: ..."
+ * in d. A last line without its newline that does not parse is a run
+ * still writing: ignored without a warning. CADRE_ERR_NOT_FOUND when there
+ * is no file, CADRE_ERR_SYSTEM when it cannot be read.
+ */
+int metrics_load(struct metrics *m, const char *path, struct diags *d);
+/* The run's throughput: median of m->sps, NAN when there is none. */
+double metrics_throughput(const struct metrics *m);
+
+/* Median (of a sorted copy) and mean; NAN for n == 0. */
+double report_median(const double *v, size_t n);
+double report_mean(const double *v, size_t n);
+
+/* How a run ended, as the report shows it. */
+enum report_class {
+	REPORT_DONE = 0,
+	REPORT_FAILED,
+	REPORT_OOM,
+	REPORT_CANCELLED,
+	REPORT_UNFINISHED,	/* new, queued, starting, running, requeued */
+	REPORT_MISSING,		/* planned, not in the database */
+	REPORT_CLASS_COUNT
+};
+const char *report_class_name(enum report_class c);
+
+struct report_run {
+	char			*id;
+	char			*config_id;
+	int64_t			 repeat;
+	char			*run_dir;	/* NULL for a missing run */
+	char			*state;		/* the database's state name */
+	char			*reason;	/* database, else status.json; "" when none */
+	enum report_class	 cls;
+	size_t			 config;	/* index in report.configs */
+	struct metrics		 m;
+	double			 throughput;	/* metrics_throughput() */
+	int			 has_metrics;
+	double			 stage_seconds;	/* status.json's; NAN: no staging */
+};
+
+struct report_config {
+	char		*id;
+	const struct spec_run *run;	/* its first run in the plan */
+	char		**values;	/* per varied key, as a spec writes it */
+	int64_t		 nodes, gpus_per_node, gpus, ranks, batch, global_batch;
+	const char	*precision;
+	const char	*task;
+	size_t		 count[REPORT_CLASS_COUNT];
+	size_t		 nruns;
+	size_t		 nthroughput;	/* done runs with a throughput */
+	double		 median, mean, min, max;
+	size_t		 baseline;	/* index; SIZE_MAX: none */
+	double		 speedup, efficiency;
+	double		 time_to_train;	/* median elapsed_s at the last step */
+	double		 loss;		/* median final loss */
+	double		 accuracy;	/* median accuracy of the last eval */
+	int64_t		 peak_rss;	/* largest; -1: none */
+	size_t		 group;
+};
+
+/* A DLPerf-style table: the configurations that differ only in their
+ * resources, by total ranks. */
+struct report_group {
+	char		*title;		/* "batch 32, fp32" (+ other values) */
+	char		*slug;		/* for file names: "b32-fp32" */
+	size_t		*configs;	/* sorted by ranks, then nodes */
+	size_t		 n;
+	size_t		 baseline;	/* index in report.configs */
+};
+
+struct report {
+	char			*exp_id;
+	char			*name;
+	char			*spec_file;
+	struct spec		*spec;
+	struct spec_plan	*plan;
+	int			 has_baseline;	/* report.baseline in the spec */
+	struct report_config	*configs;
+	size_t			 nconfigs;
+	struct report_run	*runs;
+	size_t			 nruns, capruns;
+	struct report_group	*groups;
+	size_t			 ngroups;
+	size_t			 count[REPORT_CLASS_COUNT];
+	json_t			*env;	/* key -> sorted array of distinct values */
+	struct diags		 warnings;
+	size_t			*by_id;	/* plan indexes sorted by run id */
+	unsigned char		*added;	/* per plan index: report_add_run() had it */
+};
+
+/*
+ * Starts a report from an experiment's stored spec. CADRE_ERR_INVALID when
+ * the spec does not parse (its errors in d).
+ */
+int report_new(const char *exp_id, const char *name, const char *spec_file,
+    const char *spec_text, struct diags *d, struct report **out);
+/* Adds one run from the database, reading its run directory. A run id the
+ * spec does not plan is a warning, and is left out. */
+int report_add_run(struct report *r, const struct state_run *sr);
+/* Planned runs not added become missing; computes every figure. */
+void report_finish(struct report *r);
+void report_free(struct report *r);
+
+/* The experiment arg names: an id, a unique id prefix, or a name (the
+ * newest experiment of that name; msg then says so when there are more).
+ * CADRE_ERR_NOT_FOUND, or CADRE_ERR_EXISTS for a prefix of several ids
+ * (msg says which). */
+int report_find_experiment(struct state *st, const char *arg, char **id,
+    char *msg, size_t msglen);
+/* report_new() + report_add_run() per run + report_finish(). */
+int report_load(struct state *st, const char *exp_id, struct diags *d,
+    struct report **out);
+
+/* One configuration present in two reports (matched by its values). */
+struct report_match {
+	size_t	a, b;		/* config indexes */
+	double	change;		/* (median b - median a) / median a; NAN */
+	int	outside;	/* the min..max ranges of the two do not overlap */
+};
+/* Configurations of a found in b; *n may be 0. */
+void report_compare(const struct report *a, const struct report *b,
+    struct report_match **out, size_t *n);
+
+/* Everything, for --format json. */
+json_t *report_json(const struct report *r);
+
+#endif

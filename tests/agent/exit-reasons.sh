@@ -1,0 +1,71 @@
+#!/bin/sh
+# Contract C6: launch's status.json reason from the ranks' exits, over 2
+# agents and mpirun. A rank exiting 75 (the trainer checkpointed and
+# stopped) -> preempted, resumable; exit 3 (out of memory) -> oom, not
+# resumable; killed by a signal launch did not send -> node_fail,
+# resumable, naming rank, node and signal; another exit -> failed.
+. "$top_srcdir/tests/agent/lib.sh"
+if ! command -v mpirun >/dev/null; then
+	echo "$test_name: skipped: no Open MPI (mpirun)"
+	exit 77
+fi
+mpi="--mpi-arg --mca --mpi-arg oob_tcp_if_include --mpi-arg lo
+     --mpi-arg --mca --mpi-arg btl --mpi-arg self,tcp
+     --mpi-arg --mca --mpi-arg btl_tcp_if_include --mpi-arg lo"
+# The rank program: rank 1 does what $1 says, rank 0 exits 0 or, with
+# "wait", waits to be stopped.
+cat >"$work/rankprog" <<'PROG'
+#!/bin/sh
+if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then
+	case $1 in
+	exit) exit "$2" ;;
+	kill) kill -"$2" $$ ;;
+	esac
+fi
+[ "$3" = wait ] && exec sleep 60
+exit 0
+PROG
+chmod +x "$work/rankprog"
+"$agent" keygen --run-dir "$rd" || fail "keygen"
+
+# run_case WHAT ARG [wait]: launch over node1-2; sets $rc.
+run_case() {
+	rm -f "$rd/status.json" "$rd"/log/rank-*.json
+	start_agent "$rd" node1 127.0.1.1
+	start_agent "$rd" node2 127.0.1.2
+	# shellcheck disable=SC2086
+	timeout 120 "$agent" launch --run-dir "$rd" --nodes 'node[1-2]' \
+		--startup-timeout 20s $mpi -- "$work/rankprog" "$@" \
+		>"$work/out" 2>"$work/err"
+	rc=$?
+	for n in 1 2; do eval "wait_exit 10 \$pid_node$n" || fail "agent node$n did not stop"; done
+}
+has() { grep -q "$1" "$rd/status.json" || fail "$2: status.json lacks $1: $(cat "$rd/status.json")"; }
+
+run_case exit 75
+[ "$rc" = 5 ] || fail "exit 75: launch exited $rc: $(cat "$work/err")"
+has '"reason": "preempted"' "exit 75"
+has '"resumable": true' "exit 75"
+has '"failed_rank": 1' "exit 75"
+ok "a rank exits 75: preempted (5), resumable"
+
+run_case exit 3
+[ "$rc" = 6 ] || fail "exit 3: launch exited $rc: $(cat "$work/err")"
+has '"reason": "oom"' "exit 3"
+has '"resumable": false' "exit 3"
+has '"failed_node": "node2"' "exit 3"
+ok "a rank exits 3: oom (6), not resumable"
+
+run_case kill KILL wait
+[ "$rc" = 4 ] || fail "SIGKILL: launch exited $rc: $(cat "$work/err")"
+has '"reason": "node_fail"' "SIGKILL"
+has '"resumable": true' "SIGKILL"
+has '"message": "rank 1 on node2 was killed by signal 9 (SIGKILL)"' "SIGKILL"
+grep -q 'rank 1 on node2 was killed by signal 9 (SIGKILL)' "$work/err" || fail "SIGKILL: not logged: $(cat "$work/err")"
+ok "a rank killed by SIGKILL (the others stopped by mpirun): node_fail (4), resumable, rank, node and signal named"
+
+run_case exit 7
+[ "$rc" = 1 ] || fail "exit 7: launch exited $rc: $(cat "$work/err")"
+has '"reason": "failed"' "exit 7"
+has '"resumable": false' "exit 7"
+ok "a rank exits 7: failed (1), not resumable"

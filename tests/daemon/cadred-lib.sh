@@ -1,0 +1,90 @@
+# Shared by tests/daemon/cadred-*.sh (POSIX sh), after $work exists (the
+# test made it, or tests/slurm/lib.sh did): cadred with private state and
+# runtime dirs under $work/d, its config in $work/d/cadred.conf, the fake
+# agent and fake trainer (tests/daemon/cadred-fake-*) copied to $work,
+# and the fake trainer's modes in $CADRED_FAKE_CTL ($work/ctl).
+: "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
+cadred_bin=$top_builddir/cadred
+cadre_bin=$top_builddir/cadre
+for _f in "$cadred_bin" "$cadre_bin"; do
+	[ -x "$_f" ] || { echo "FAIL: $_f not built"; exit 99; }
+done
+mkdir -p -m 0700 "$work/d" "$work/d/state" "$work/d/run" "$work/ctl"
+cp "$top_srcdir/tests/daemon/cadred-fake-agent" "$work/fake-agent"
+cp "$top_srcdir/tests/daemon/cadred-fake-trainer" "$work/fake-trainer"
+chmod 0755 "$work/fake-agent" "$work/fake-trainer"
+CADRE_STATE_DIR=$work/d/state
+CADRE_RUNTIME_DIR=$work/d/run
+XDG_CONFIG_HOME=$work/d/config
+CADRED_FAKE_CTL=$work/ctl
+export CADRE_STATE_DIR CADRE_RUNTIME_DIR XDG_CONFIG_HOME CADRED_FAKE_CTL
+conf=$work/d/cadred.conf
+cat > "$conf" <<CONF
+# cadred's config for this test
+poll_interval = 0.3
+agent = $work/fake-agent
+trainer = $work/fake-trainer
+templates = $top_srcdir/etc/templates
+cmd_timeout = 3
+log_level = info
+CONF
+cadred_pid=
+
+# $cadred_as: a command prefix that runs cadred and cadre as another user
+# and execs (setpriv ...), so that $cadred_pid is cadred's; empty: as
+# ourselves.
+cadred_as=
+cadre() { $cadred_as "$cadre_bin" "$@"; }
+
+# cadred_start: in the background, logging to $work/d/cadred.log; waits
+# until it answers.
+cadred_start() {
+	# 9>&-: not the private Slurm's lock (tests/slurm/lib.sh), which a
+	# daemon left behind would hold
+	$cadred_as "$cadred_bin" --foreground --config "$conf" >> "$work/d/cadred.log" 2>&1 9>&- &
+	cadred_pid=$!
+	_n=0
+	while ! cadre status >/dev/null 2>&1; do
+		_n=$((_n + 1))
+		if [ $_n -gt 100 ] || ! kill -0 $cadred_pid 2>/dev/null; then
+			echo "FAIL: cadred did not start:"
+			tail -n 20 "$work/d/cadred.log"
+			exit 1
+		fi
+		sleep 0.1
+	done
+}
+
+# cadred_stop [SIGNAL]: stops it and waits for it.
+cadred_stop() {
+	[ -n "$cadred_pid" ] || return 0
+	kill -"${1:-TERM}" $cadred_pid 2>/dev/null
+	wait $cadred_pid 2>/dev/null
+	cadred_pid=
+}
+
+# run_field RUN FIELD: a member of the run in `cadre status RUN --json`
+run_field() {
+	cadre status "$1" --json 2>/dev/null | sed -n "s/^      \"$2\": \"*\([^\",]*\)\"*,*\$/\1/p" | head -n 1
+}
+
+# wait_until SECONDS CMD...: polls CMD until it succeeds, by the clock
+# (a status call may take a while when the scheduler hangs).
+wait_until() {
+	_end=$(($(date +%s) + $1))
+	shift
+	while ! "$@" 2>/dev/null; do
+		[ "$(date +%s)" -ge $_end ] && return 1
+		sleep 0.2
+	done
+	return 0
+}
+
+# wait_run SECONDS RUN STATE: polls until the run is in STATE
+run_is() { [ "$(run_field "$1" state)" = "$2" ]; }
+wait_run() { wait_until "$1" run_is "$2" "$3"; }
+
+# run_ids SPEC: the run ids of a spec, in plan order
+run_ids() {
+	cadre plan --json "$1" | sed -n 's/^ *"id": "\([0-9a-f]*\)",*$/\1/p'
+}

@@ -1,0 +1,96 @@
+#!/bin/sh
+# cadred and `cadre run` with the local backend: real agents on loopback
+# addresses, real launch and mpirun, the fake trainer
+# (tests/daemon/cadred-fake-trainer). `cadre run` runs a 2-run experiment
+# to done in the foreground and prints the table; under cadred a trainer
+# that exits 75 once is requeued and done at its second attempt, with a
+# webhook for each change notify.on names (tests/daemon/webhook-server.py).
+set -u
+: "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
+agent=$top_builddir/cadre-agent
+[ -x "$agent" ] || { echo "FAIL: $agent not built"; exit 99; }
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v bash >/dev/null 2>&1; then
+	echo "SKIP: no Open MPI (mpirun) or no bash"
+	exit 77
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-cadred-local.XXXXXX") || exit 99
+TMPDIR=$work	# the job's Open MPI directories
+export TMPDIR
+failed=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failed=1; }
+. "$top_srcdir/tests/daemon/cadred-lib.sh"
+hook_pid=
+cleanup() {
+	cadred_stop KILL
+	[ -n "$hook_pid" ] && kill $hook_pid 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+# the real agent this time; the fake trainer stays
+sed -i "s|^agent = .*|agent = $agent|" "$conf"
+
+cat > "$work/run.yaml" <<'SPEC'
+version: 1
+name: localrun
+scheduler: { backend: local, time_limit: 5m }
+agent: { startup_timeout: 30s }
+trainer: { model: bert-tiny, data: /nonexistent, steps: 8 }
+measure: { skip_steps: 0 }
+matrix:
+  trainer.seed: [1, 2]
+SPEC
+cadre run --config "$conf" "$work/run.yaml" > "$work/out" 2> "$work/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c ' done .* 8/8 ' "$work/out")" -eq 2 ]; then
+	pass "cadre run: 2 runs done, table printed"
+else
+	fail "cadre run: exit $rc: $(cat "$work/out" "$work/err" | tail -n 8)"
+fi
+for r in $(run_ids "$work/run.yaml"); do
+	grep -q '"reason": "done"' "$CADRE_STATE_DIR/runs/$r/status.json" 2>/dev/null ||
+	    fail "run $r: no status.json from launch"
+done
+
+hook=
+if command -v python3 >/dev/null 2>&1; then
+	mkdir "$work/hook"
+	python3 "$top_srcdir/tests/daemon/webhook-server.py" "$work/hook" &
+	hook_pid=$!
+	wait_until 20 test -f "$work/hook/ready" || fail "webhook receiver"
+	hook="notify: { webhook: \"http://127.0.0.1:$(cat "$work/hook/port")/\", on: [requeued, done] }"
+fi
+cat > "$work/requeue.yaml" <<SPEC
+version: 1
+name: localrequeue
+scheduler: { backend: local, time_limit: 5m }
+agent: { startup_timeout: 30s }
+trainer: { model: bert-tiny, data: /nonexistent, steps: 8, seed: 75 }
+measure: { skip_steps: 0 }
+retries: { backoff: 1s }
+$hook
+SPEC
+echo "75 0" > "$work/ctl/mode-75"
+cadred_start
+id=$(cadre submit "$work/requeue.yaml" 2>/dev/null)
+r=$(run_ids "$work/requeue.yaml")
+if wait_run 120 "$r" done; then
+	check_att=$(run_field "$r" attempts)
+	[ "$check_att" = 2 ] && pass "cadred, local: preempted once, requeued, done" ||
+	    fail "cadred, local: $check_att attempts"
+else
+	fail "cadred, local: $(run_field "$r" state): $(tail -n 5 "$work/d/cadred.log")"
+fi
+if [ -n "$hook" ]; then
+	got_hooks() { [ "$(grep -c . "$work/hook/bodies" 2>/dev/null)" -ge 2 ]; }
+	wait_until 20 got_hooks
+	if grep -q "\"run\": *\"$r\".*\"state\": *\"requeued\"" "$work/hook/bodies" &&
+	    grep -q "\"state\": *\"done\"" "$work/hook/bodies"; then
+		pass "webhooks: requeued, then done"
+	else
+		fail "webhooks: $(cat "$work/hook/bodies" 2>/dev/null)"
+	fi
+fi
+[ -n "$id" ] || fail "submit printed no id"
+exit $failed

@@ -1,0 +1,114 @@
+# Shared by tests/daemon/local-*.sh (POSIX sh): the local backend driven
+# through tests/daemon/schedtool, with tests/daemon/local-trainer (a fake
+# trainer) standing in for cadre-train behind the real agents and launch.
+# Sets $tool, $work (private, removed at exit), $spec (2 nodes, 1 minute,
+# 50 s grace) and the SCHEDTOOL_* variables; every job submitted with
+# submit is cancelled at exit if it still runs.
+set -u
+: "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
+test_name=$(basename "$0" .sh)
+tool=$top_builddir/tests/daemon/schedtool
+agent=$top_builddir/cadre-agent
+templates=$top_srcdir/etc/templates
+for f in "$tool" "$agent"; do
+	[ -x "$f" ] || { echo "$test_name: $f not built" >&2; exit 99; }
+done
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v bash >/dev/null 2>&1; then
+	echo "$test_name: skipped: no Open MPI (mpirun) or no bash"
+	exit 77
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-$test_name.XXXXXX") || exit 99
+chmod 0700 "$work"
+# the job's Open MPI directories go under the test's own dir
+TMPDIR=$work
+SCHEDTOOL_BACKEND=local
+SCHEDTOOL_LOCAL_DIR=$work/records
+SCHEDTOOL_AGENT=$agent
+SCHEDTOOL_TRAINER=$top_srcdir/tests/daemon/local-trainer
+export TMPDIR SCHEDTOOL_BACKEND SCHEDTOOL_LOCAL_DIR SCHEDTOOL_AGENT \
+	SCHEDTOOL_TRAINER
+jobs=
+failed=0
+
+cleanup() {
+	for j in $jobs; do "$tool" cancel "$j" >/dev/null 2>&1; done
+	for j in $jobs; do wait_state 20 "$j" '' >/dev/null 2>&1; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+pass() { echo "PASS: $test_name: $*"; }
+fail() { echo "FAIL: $test_name: $*"; failed=1; }
+# A failure the next cases build on: end the test.
+fatal() { echo "FAIL: $test_name: $*"; exit 1; }
+
+spec=$work/spec.yaml
+cat >"$spec" <<'SPEC'
+version: 1
+name: localtest
+scheduler: { backend: local, time_limit: 1m, signal_grace: 50s }
+resources: { nodes: 2 }
+agent: { startup_timeout: 30s }
+trainer: { model: bert-tiny, data: /nonexistent/shards, steps: 10 }
+measure: { skip_steps: 0 }
+SPEC
+
+# newrun NAME: a fresh run dir $work/NAME (0700), printed.
+newrun() {
+	mkdir -m 0700 "$work/$1" && echo "$work/$1"
+}
+
+# submit RUN_DIR: submits run 0 of $spec into RUN_DIR; the job id is
+# printed and remembered for cleanup.
+submit() {
+	_id=$("$tool" submit "$templates" "$spec" 0 "$1") || return 1
+	jobs="$jobs $_id"
+	echo "$_id"
+}
+
+# state JOB: the state poll reports.
+state() {
+	"$tool" poll "$1" | cut -d' ' -f2
+}
+
+# wait_state SECONDS JOB STATE: polls (every 0.2 s) until JOB is in STATE
+# ('': any final state); prints the poll line.
+wait_state() {
+	_n=0
+	while :; do
+		_line=$("$tool" poll "$2")
+		_st=$(echo "$_line" | cut -d' ' -f2)
+		case $_st in
+		"$3") break ;;
+		queued|starting|running) ;;
+		*) [ -z "$3" ] && break ;;
+		esac
+		_n=$((_n + 1))
+		[ $_n -ge $(($1 * 5)) ] && break
+		sleep 0.2
+	done
+	echo "$_line"
+	[ -z "$3" ] || [ "$_st" = "$3" ]
+}
+
+# procs_of DIR: the processes whose command line names DIR.
+procs_of() {
+	for _p in /proc/[0-9]*; do
+		{ tr '\0' ' ' <"$_p/cmdline"; } 2>/dev/null | grep -qF "$1" &&
+			echo "${_p#/proc/}"
+	done
+	return 0
+}
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
+wait_for() {
+	_limit=$1; shift
+	_n=0
+	while ! "$@" 2>/dev/null; do
+		_n=$((_n + 1))
+		[ $_n -ge $((_limit * 10)) ] && return 1
+		sleep 0.1
+	done
+	return 0
+}

@@ -1,0 +1,115 @@
+#!/bin/sh
+# `cadre-train train --device cuda` on shards of real text: fp32 GPU
+# against the CPU (20 steps, dropout 0.1: losses within 1e-4), gradient
+# checkpointing on the GPU (losses bitwise equal), bf16 against fp32
+# after 50 steps (within 1e-2), fp16 with loss scaling (completes,
+# skipped_steps counted), a checkpoint written on the GPU resumed on the
+# CPU and the other way round (losses within 1e-4 of a straight run).
+# Skipped (77) without a GPU or a build with CUDA.
+set -u
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+. "$top_srcdir/tests/trainer/train-lib.sh"
+if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L > /dev/null 2>&1; then
+	echo "SKIP: no GPU (nvidia-smi -L)"
+	exit 77
+fi
+if [ ! -x "$top_builddir/tests/trainer/test_gpu" ]; then
+	echo "SKIP: built without CUDA (./configure --with-cuda)"
+	exit 77
+fi
+ASAN_OPTIONS="$ASAN_OPTIONS:protect_shadow_gap=0"
+export ASAN_OPTIONS
+# real text: the Debian copyright files and package descriptions, made
+# into shards here, or taken from CADRE_TEST_SHARDS (bench/gpu prepare
+# makes them where prep is built, for a GPU machine without utf8proc)
+shards="$work/shards"
+if [ -n "${CADRE_TEST_SHARDS:-}" ] && [ -d "$CADRE_TEST_SHARDS" ]; then
+	shards=$CADRE_TEST_SHARDS
+elif ! "$tool" prep --help > /dev/null 2>&1; then
+	echo "SKIP: cadre-train has no prep (built without utf8proc) and no CADRE_TEST_SHARDS"
+	exit 77
+else
+	sh "$top_srcdir/tests/trainer/realtext.sh" 4000 > "$work/real.txt"
+	"$tool" vocab --quiet --size 1000 -o "$work/vocab.txt" "$work/real.txt" ||
+	    { echo "FAIL: vocab"; exit 1; }
+	"$tool" prep --vocab "$work/vocab.txt" --format text --task pretrain \
+	    --seq-len 32 --out "$shards" "$work/real.txt" > "$work/prep.log" 2>&1 ||
+	    { cat "$work/prep.log"; echo "FAIL: prep"; exit 1; }
+fi
+
+MODEL='{"layers": 2, "hidden": 64, "heads": 2, "intermediate": 256, "vocab_size": 1024, "max_position": 64}'
+run() {	# NAME STEPS [KEY VALUE]...: a run of the small model, its exit status
+	n=$1 s=$2
+	shift 2
+	write_cfg "$work/$n.json" "$shards" "$work/$n" model "$MODEL" steps "$s" "$@"
+	"$tool" train --config "$work/$n.json" --quiet > "$work/$n.log" 2>&1
+}
+final_loss() {
+	losses "$work/$1" | tail -n 1 | cut -d ' ' -f 2
+}
+
+run cpu 20 device '"cpu"'; a=$?
+run gpu 20 device '"cuda"'; b=$?
+if [ $a -eq 0 ] && [ $b -eq 0 ] && close_losses "$work/gpu" "$work/cpu" 1e-4; then
+	pass "fp32 GPU and CPU: 20 losses within 1e-4 (dropout 0.1)"
+else
+	fail "fp32 GPU ($b) against CPU ($a): $(paste -d ' ' "$work/l1" "$work/l2" 2>/dev/null | tail -n 3 | tr '\n' ' ')"
+fi
+grep -q '"device":"cuda"' "$work/gpu/metrics.jsonl" &&
+    pass "metrics say device cuda" || fail "metrics: device"
+
+run gpuck 20 device '"cuda"' grad_checkpointing true; st=$?
+losses "$work/gpu" > "$work/l1"
+losses "$work/gpuck" > "$work/l2"
+[ $st -eq 0 ] && cmp -s "$work/l1" "$work/l2" &&
+    pass "GPU gradient checkpointing: losses bitwise equal" ||
+    fail "GPU gradient checkpointing ($st): $(diff "$work/l1" "$work/l2" | head -3 | tr '\n' ' ')"
+
+run f32 50 device '"cuda"' batch_size 16; a=$?
+run b16 50 device '"cuda"' precision '"bf16"' batch_size 16; b=$?
+if [ $a -eq 0 ] && [ $b -eq 0 ] && awk -v x="$(final_loss f32)" -v y="$(final_loss b16)" \
+    'BEGIN { d = x - y; if (d < 0) d = -d; exit !(d <= 1e-2 * x) }'; then
+	pass "bf16 loss after 50 steps $(final_loss b16) within 1e-2 of fp32's $(final_loss f32)"
+else
+	fail "bf16 ($b) $(final_loss b16) against fp32 ($a) $(final_loss f32)"
+fi
+run f16 50 device '"cuda"' precision '"fp16"' batch_size 16; st=$?
+[ $st -eq 0 ] && grep -q '"event":"summary".*"skipped_steps":[0-9]' "$work/f16/metrics.jsonl" &&
+    pass "fp16 with loss scaling: 50 steps, final loss $(final_loss f16), skipped steps counted" ||
+    fail "fp16 ($st): $(tail -n 2 "$work/f16.log")"
+
+# GPU -> CPU: stopped after 10 on the GPU, resumed on the CPU
+write_cfg "$work/g2c.json" "$shards" "$work/g2c" model "$MODEL" steps 20 device '"cuda"'
+"$tool" train --config "$work/g2c.json" --quiet --stop-after 10 > "$work/g2c.log" 2>&1; a=$?
+"$tool" train --config "$work/g2c.json" --quiet --device cpu >> "$work/g2c.log" 2>&1; b=$?
+if [ $a -eq 75 ] && [ $b -eq 0 ] && close_losses "$work/g2c" "$work/cpu" 1e-4; then
+	pass "a GPU checkpoint resumes on the CPU: 20 losses within 1e-4 of the straight run"
+else
+	fail "GPU -> CPU resume (exits $a, $b): $(tail -n 2 "$work/g2c.log")"
+fi
+# CPU -> GPU
+write_cfg "$work/c2g.json" "$shards" "$work/c2g" model "$MODEL" steps 20 device '"cpu"'
+"$tool" train --config "$work/c2g.json" --quiet --stop-after 10 > "$work/c2g.log" 2>&1; a=$?
+"$tool" train --config "$work/c2g.json" --quiet --device cuda >> "$work/c2g.log" 2>&1; b=$?
+if [ $a -eq 75 ] && [ $b -eq 0 ] && close_losses "$work/c2g" "$work/cpu" 1e-4; then
+	pass "a CPU checkpoint resumes on the GPU: 20 losses within 1e-4 of the straight run"
+else
+	fail "CPU -> GPU resume (exits $a, $b): $(tail -n 2 "$work/c2g.log")"
+fi
+
+# two GPUs under mpirun: NCCL against one GPU with twice the batch
+if command -v mpirun > /dev/null 2>&1 && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+	write_cfg "$work/dp.json" "$shards" "$work/dp" model "$MODEL" steps 10 \
+	    device '"cuda"' batch_size 2 dropout 0
+	write_cfg "$work/one.json" "$shards" "$work/one" model "$MODEL" steps 10 \
+	    device '"cuda"' batch_size 4 dropout 0
+	mpirun --oversubscribe -np 2 "$tool" train --config "$work/dp.json" --quiet \
+	    > "$work/dp.log" 2>&1; a=$?
+	"$tool" train --config "$work/one.json" --quiet > "$work/one.log" 2>&1; b=$?
+	[ $a -eq 0 ] && [ $b -eq 0 ] && close_losses "$work/dp" "$work/one" 1e-5 &&
+	    pass "NCCL, 2 GPUs x batch 2 = 1 GPU x batch 4 (losses 1e-5)" ||
+	    fail "NCCL data parallel (exits $a, $b): $(tail -n 2 "$work/dp.log")"
+else
+	echo "SKIP: NCCL data parallelism (needs mpirun and two GPUs)"
+fi
+exit $rc

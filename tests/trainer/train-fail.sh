@@ -1,0 +1,138 @@
+#!/bin/sh
+# `cadre-train train` when things go wrong: SIGKILL in the middle of a
+# checkpoint write (the previous one loads, and the resumed run is exact),
+# a disk that fills during a checkpoint (root only: a small tmpfs), a
+# corrupt newest checkpoint (warning, fallback), every checkpoint corrupt
+# (exit 2), a checkpoint of another model size (exit 2 naming both), a
+# model over the memory limit (exit 3), and bad train.json files (exit 2
+# naming the key).
+set -u
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+. "$top_srcdir/tests/trainer/train-lib.sh"
+make_shards "$work/shards"
+
+write_cfg "$work/ref.json" "$work/shards" "$work/ref" steps 10
+"$tool" train --config "$work/ref.json" --quiet || fail "reference run"
+
+# --- SIGKILL while step-8 is being written
+write_cfg "$work/k.json" "$work/shards" "$work/k" steps 10
+"$tool" train --config "$work/k.json" --quiet --stop-after 5
+CADRE_TRAIN_TEST_SLOW_WRITE=2000 "$tool" train --config "$work/k.json" --quiet \
+    --stop-after 8 2> /dev/null & pid=$!
+i=0
+until [ -d "$work/k/checkpoints/.tmp-step-8" ] || [ $i -gt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+kill -KILL $pid
+wait $pid 2> /dev/null; st=$?
+[ $st -eq 137 ] && [ "$(cat "$work/k/checkpoints/latest")" = "step-5" ] &&
+    pass "SIGKILL during the step-8 write: latest still step-5" ||
+    fail "SIGKILL during the write: exit $st, latest $(cat "$work/k/checkpoints/latest")"
+"$tool" train --config "$work/k.json" --quiet 2> "$work/err"; st=$?
+[ $st -eq 0 ] && grep -q '"event":"start",.*"step":5,"resumed_from":"checkpoints/step-5"' \
+    "$work/k/metrics.jsonl" && pass "resumed from step-5 after the kill" ||
+    fail "resume after the kill: exit $st $(cat "$work/err")"
+[ ! -e "$work/k/checkpoints/.tmp-step-8" ] && pass "the partial .tmp-step-8 is gone" ||
+    fail ".tmp-step-8 left behind"
+cmp -s "$work/ref/checkpoints/step-10/model.safetensors" \
+    "$work/k/checkpoints/step-10/model.safetensors" &&
+    pass "final weights bitwise equal to the uninterrupted run" ||
+    fail "final weights differ from the uninterrupted run"
+
+# --- the newest checkpoint corrupt: warning, fallback to the previous
+write_cfg "$work/c.json" "$work/shards" "$work/c" steps 10
+"$tool" train --config "$work/c.json" --quiet --stop-after 5
+"$tool" train --config "$work/c.json" --quiet --stop-after 8
+printf 'X' | dd of="$work/c/checkpoints/step-8/model.safetensors" bs=1 seek=200 \
+    conv=notrunc 2> /dev/null
+"$tool" train --config "$work/c.json" --quiet 2> "$work/err"; st=$?
+if [ $st -eq 0 ] && grep -q 'step-8.*model.safetensors: SHA-256 .* does not match' "$work/err" &&
+    grep -q '"event":"start",.*"step":5,"resumed_from":"checkpoints/step-5"' "$work/c/metrics.jsonl" &&
+    [ -d "$work/c/checkpoints/.corrupt-step-8" ]; then
+	pass "corrupt step-8: warned, resumed from step-5, set aside"
+else
+	fail "corrupt step-8: exit $st $(cat "$work/err")"
+fi
+cmp -s "$work/ref/checkpoints/step-10/model.safetensors" \
+    "$work/c/checkpoints/step-10/model.safetensors" &&
+    pass "after the fallback: final weights equal the uninterrupted run" ||
+    fail "after the fallback: final weights differ"
+
+# --- every checkpoint corrupt: exit 2, nothing trained
+write_cfg "$work/z.json" "$work/shards" "$work/z" steps 10
+"$tool" train --config "$work/z.json" --quiet --stop-after 5
+printf '{' > "$work/z/checkpoints/step-5/meta.json"
+"$tool" train --config "$work/z.json" --quiet 2> "$work/err"; st=$?
+[ $st -eq 2 ] && grep -q 'none of the 1 checkpoints verifies' "$work/err" &&
+    pass "all checkpoints corrupt: exit 2, $(tail -n 1 "$work/err" | cut -c1-60)..." ||
+    fail "all corrupt: exit $st $(cat "$work/err")"
+"$tool" train --config "$work/z.json" --quiet --resume none --steps 2 2> "$work/err"; st=$?
+[ $st -eq 0 ] && pass "--resume none starts afresh beside them" || fail "--resume none: exit $st"
+
+# --- a checkpoint of another model size
+write_cfg "$work/m.json" "$work/shards" "$work/m" steps 4
+"$tool" train --config "$work/m.json" --quiet
+write_cfg "$work/m2.json" "$work/shards" "$work/m" steps 6 \
+    model '{"layers": 2, "hidden": 64, "heads": 2, "intermediate": 64, "vocab_size": 128, "max_position": 64}'
+"$tool" train --config "$work/m2.json" --quiet 2> "$work/err"; st=$?
+[ $st -eq 2 ] && grep -q "model is L2 H32 A2 I64 V128 P64 but this run's is L2 H64 A2 I64 V128 P64" "$work/err" &&
+    pass "another model size: exit 2 naming both" || fail "another size: exit $st $(cat "$work/err")"
+
+# --- a disk that fills during a checkpoint (a 3 MiB tmpfs; root only)
+if [ "$(id -u)" -eq 0 ] && mkdir "$work/tmpfs" && mount -t tmpfs -o size=3m tmpfs "$work/tmpfs" 2> /dev/null; then
+	trap 'umount "$work/tmpfs" 2> /dev/null; rm -rf "$work"' EXIT
+	write_cfg "$work/f.json" "$work/shards" "$work/tmpfs/f" steps 10
+	"$tool" train --config "$work/f.json" --quiet --stop-after 5
+	dd if=/dev/zero of="$work/tmpfs/fill" bs=64k 2> /dev/null
+	truncate -s -64k "$work/tmpfs/fill"
+	"$tool" train --config "$work/f.json" --quiet 2> "$work/err"; st=$?
+	if [ $st -eq 1 ] && grep -q 'No space left on device' "$work/err" &&
+	    grep -q '"event":"error","kind":"io"' "$work/tmpfs/f/metrics.jsonl" &&
+	    [ "$(cat "$work/tmpfs/f/checkpoints/latest")" = "step-5" ] &&
+	    [ -z "$(find "$work/tmpfs/f/checkpoints" -name '.tmp-*')" ]; then
+		pass "disk full during a checkpoint: exit 1, clear error, step-5 intact"
+	else
+		fail "disk full: exit $st $(cat "$work/err")"
+	fi
+	rm -f "$work/tmpfs/fill"
+	"$tool" train --config "$work/f.json" --quiet 2> "$work/err"; st=$?
+	[ $st -eq 0 ] && pass "space freed: resumed from step-5 and finished" ||
+	    fail "after freeing space: exit $st $(cat "$work/err")"
+	umount "$work/tmpfs"
+else
+	echo "SKIP: disk-full case (needs root to mount a tmpfs)"
+fi
+
+# --- a model that cannot fit the memory limit: exit 3 and an oom line
+CADRE_TRAIN_TEST_MEMORY_LIMIT=1000000 "$tool" train --config "$work/ref.json" \
+    --out "$work/oom" --quiet 2> "$work/err"; st=$?
+[ $st -eq 3 ] && grep -q '"event":"error","kind":"oom","message":"out of memory: the model' \
+    "$work/oom/metrics.jsonl" && pass "over the memory limit: exit 3, oom line" ||
+    fail "memory limit: exit $st $(cat "$work/err")"
+
+# --- bad train.json
+bad() {
+	printf '%s\n' "$1" > "$work/bad.json"
+	"$tool" train --config "$work/bad.json" --quiet 2> "$work/err"; st=$?
+	if [ $st -eq 2 ] && grep -q -- "$2" "$work/err"; then
+		pass "bad train.json: $2"
+	else
+		fail "bad train.json $1: exit $st $(cat "$work/err")"
+	fi
+}
+bad '{"version": 1, "stpes": 10}' "unknown key 'stpes' (did you mean 'steps'?)"
+bad '{"version": 2, "whatever": 1}' "version 2 is newer than this cadre-train reads (1)"
+bad '{"steps": "ten"}' "key 'steps': expected an integer in 1..1000000000000"
+bad '{"optimizer": {"name": "sgd"}}' "key 'optimizer.name': expected one of \"adamw\", \"lamb\""
+bad '{"data": "relative/dir"}' "key 'data': 'relative/dir' is not an absolute path"
+bad '{"steps": 1,
+  "steps": 2}' "key 'steps' appears twice"
+bad '{"steps": 1' "bad.json:2:1: error: expected ',' or '}'"
+bad '{"model": {"layers": 2}}' "key 'model': 'hidden' is missing"
+bad "{\"model\": \"bert-huge\", \"data\": \"$work/shards\", \"out\": \"$work/o\"}" "unknown preset 'bert-huge'"
+bad "{\"precision\": \"bf16\", \"data\": \"$work/shards\", \"out\": \"$work/o\"}" "the CPU trainer computes in fp32 only"
+"$tool" train --data "$work/shards" --out "$work/o2" --seq 64 --quiet 2> "$work/err"; st=$?
+[ $st -eq 2 ] && grep -q "sequences of 32 tokens, but seq_len is 64" "$work/err" &&
+    pass "--seq 64 on 32-token shards: exit 2" || fail "--seq mismatch: exit $st $(cat "$work/err")"
+exit $rc

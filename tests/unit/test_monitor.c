@@ -1,0 +1,332 @@
+/* daemon/monitor.c: the policy (end reasons, verdicts, backoff), the
+ * metrics reader, the config file, and submit/tick/cancel over a real
+ * database with the local backend in dry mode. */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "log.h"
+#include "monitor.h"
+#include "state.h"
+#include "xmalloc.h"
+
+START_TEST(test_end_reason)
+{
+	static const struct {
+		enum sched_state	 st;
+		const char		*status, *want;
+	} c[] = {
+		{ SCHED_DONE, NULL, "done" },
+		{ SCHED_DONE, "done", "done" },
+		{ SCHED_DONE, "failed", "failed" },
+		{ SCHED_FAILED, NULL, "failed" },
+		{ SCHED_FAILED, "preempted", "preempted" },
+		{ SCHED_FAILED, "node_fail", "node_fail" },
+		{ SCHED_FAILED, "startup_timeout", "startup_timeout" },
+		{ SCHED_FAILED, "oom", "oom" },
+		{ SCHED_FAILED, "weird", "failed" },
+		{ SCHED_TIMEOUT, NULL, "timeout" },
+		{ SCHED_TIMEOUT, "preempted", "timeout" },
+		{ SCHED_TIMEOUT, "done", "done" },
+		{ SCHED_PREEMPTED, NULL, "preempted" },
+		{ SCHED_NODE_FAIL, "failed", "node_fail" },
+		{ SCHED_CANCELLED, "preempted", "cancelled" },
+		/* forgotten by the scheduler: status.json decides */
+		{ SCHED_UNKNOWN, "done", "done" },
+		{ SCHED_UNKNOWN, "preempted", "preempted" },
+		{ SCHED_UNKNOWN, NULL, "lost" },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof c / sizeof c[0]; i++)
+		ck_assert_msg(strcmp(monitor_end_reason(c[i].st, c[i].status),
+		    c[i].want) == 0, "case %zu: %s", i,
+		    monitor_end_reason(c[i].st, c[i].status));
+}
+END_TEST
+
+START_TEST(test_decide)
+{
+	struct monitor_end	e = { 0 };
+	char			why[256];
+
+	e.retries_max = 3;
+	e.prev_step = e.step = -1;
+	e.reason = "done";
+	e.attempts = 1;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_DONE);
+	e.reason = "cancelled";
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why),
+	    MONITOR_CANCELLED);
+	/* a reason not in retries.on fails at once */
+	e.reason = "oom";
+	e.retry_on = 0;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_FAILED);
+	ck_assert_str_eq(why, "oom (not in retries.on)");
+	/* preempted, first attempt: requeued */
+	e.reason = "preempted";
+	e.retry_on = 1;
+	e.step = 40;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_REQUEUE);
+	ck_assert_str_eq(why, "preempted, attempt 1 of 4");
+	/* the same reason again, with progress: requeued */
+	e.attempts = 2;
+	e.prev_reason = "preempted";
+	e.prev_step = 40;
+	e.step = 80;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_REQUEUE);
+	/* the same reason at the same step: stops */
+	e.step = 40;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_FAILED);
+	ck_assert_str_eq(why, "preempted twice at step 40 without progress: "
+	    "not retried");
+	/* another reason at the same step: retried */
+	e.prev_reason = "node_fail";
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_REQUEUE);
+	/* twice before any step */
+	e.prev_reason = "startup_timeout";
+	e.reason = "startup_timeout";
+	e.prev_step = e.step = -1;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_FAILED);
+	ck_assert_str_eq(why, "startup_timeout twice before the first step: "
+	    "not retried");
+	/* attempts <= retries.max: requeue; beyond: exhausted */
+	e.prev_reason = NULL;
+	e.reason = "timeout";
+	e.attempts = 3;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_REQUEUE);
+	e.attempts = 4;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_FAILED);
+	ck_assert_str_eq(why, "timeout; retries exhausted (4 attempts, "
+	    "retries.max 3)");
+	e.retries_max = 0;
+	e.attempts = 1;
+	ck_assert_int_eq(monitor_decide(&e, why, sizeof why), MONITOR_FAILED);
+}
+END_TEST
+
+START_TEST(test_backoff)
+{
+	ck_assert(monitor_backoff(60, 1, 3600) == 60);
+	ck_assert(monitor_backoff(60, 2, 3600) == 120);
+	ck_assert(monitor_backoff(60, 3, 3600) == 240);
+	ck_assert(monitor_backoff(60, 10, 3600) == 3600);
+	ck_assert(monitor_backoff(60, 1000000, 3600) == 3600);
+	ck_assert(monitor_backoff(0, 5, 3600) == 0);
+}
+END_TEST
+
+START_TEST(test_metrics)
+{
+	struct monitor_progress	p;
+	const char		*t;
+
+	monitor_parse_metrics("", 0, &p);
+	ck_assert_int_eq(p.step, -1);
+	t = "{\"event\":\"start\",\"step\":0}\n"
+	    "{\"event\":\"step\",\"step\":10,\"samples_per_s\":50.5,"
+	    "\"elapsed_s\":3}\n"
+	    "{\"event\":\"checkpoint\",\"step\":12,\"elapsed_s\":4}\n";
+	monitor_parse_metrics(t, strlen(t), &p);
+	ck_assert_int_eq(p.step, 12);
+	ck_assert(p.samples_per_s == 50.5);
+	ck_assert(p.elapsed_s == 4);
+	ck_assert_int_eq(p.complete, 0);
+	/* a cut first line, garbage, a line being written, no newline */
+	t = "p\":3}\nnot json\n{\"event\":\"step\",\"step\":7,"
+	    "\"samples_per_s\":1e3}\n[1,2]\n{\"event\":\"summary\",\"step\":8,"
+	    "\"complete\":true}\n{\"event\":\"st";
+	monitor_parse_metrics(t, strlen(t), &p);
+	ck_assert_int_eq(p.step, 8);
+	ck_assert(p.samples_per_s == 1000);
+	ck_assert_int_eq(p.complete, 1);
+	/* wrong types are skipped */
+	t = "{\"event\":\"step\",\"step\":\"9\",\"samples_per_s\":\"x\"}\n";
+	monitor_parse_metrics(t, strlen(t), &p);
+	ck_assert_int_eq(p.step, -1);
+	ck_assert(p.samples_per_s == 0);
+}
+END_TEST
+
+START_TEST(test_config)
+{
+	struct monitor_config	c;
+	char			err[512];
+	const char		*t;
+
+	monitor_config_init(&c);
+	ck_assert(c.poll_interval == 5);
+	t = "# comment\n\n poll_interval = 0.5 \nagent=/opt/a\ndry = 1\r\n"
+	    "cmd_timeout = 20\nlog_level = debug\n";
+	ck_assert_int_eq(monitor_config_parse("x.conf", t, strlen(t), &c, err,
+	    sizeof err), 0);
+	ck_assert(c.poll_interval == 0.5);
+	ck_assert_str_eq(c.agent, "/opt/a");
+	ck_assert_int_eq(c.dry, 1);
+	ck_assert_int_eq(c.cmd_timeout, 20);
+	ck_assert_str_eq(c.log_level, "debug");
+	/* errors name the line; c stays as it was */
+	t = "dry = 0\nbogus = 1\n";
+	ck_assert_int_eq(monitor_config_parse("x.conf", t, strlen(t), &c, err,
+	    sizeof err), CADRE_ERR_PARSE);
+	ck_assert_ptr_nonnull(strstr(err, "x.conf:2: error: unknown key "
+	    "'bogus'"));
+	ck_assert_int_eq(c.dry, 1);
+	t = "poll_interval = fast\n";
+	ck_assert_int_eq(monitor_config_parse("x.conf", t, strlen(t), &c, err,
+	    sizeof err), CADRE_ERR_PARSE);
+	ck_assert_ptr_nonnull(strstr(err, "x.conf:1: error: poll_interval"));
+	t = "poll_interval = 0\n";
+	ck_assert_int_eq(monitor_config_parse("x.conf", t, strlen(t), &c, err,
+	    sizeof err), CADRE_ERR_PARSE);
+	t = "agent = relative/path\n";
+	ck_assert_int_eq(monitor_config_parse("x.conf", t, strlen(t), &c, err,
+	    sizeof err), CADRE_ERR_PARSE);
+	t = "just words\n";
+	ck_assert_int_eq(monitor_config_parse("x.conf", t, strlen(t), &c, err,
+	    sizeof err), CADRE_ERR_PARSE);
+	ck_assert_ptr_nonnull(strstr(err, "expected 'key = value'"));
+	t = "dry = 1\0";
+	ck_assert_int_eq(monitor_config_parse("x.conf", t, 8, &c, err,
+	    sizeof err), CADRE_ERR_PARSE);
+	ck_assert_int_eq(monitor_config_parse("x.conf", "\xff", 1, &c, err,
+	    sizeof err), CADRE_ERR_PARSE);
+	ck_assert_int_eq(monitor_config_load("/nonexistent/cadred.conf", 1, &c,
+	    err, sizeof err), 0);
+	ck_assert_int_ne(monitor_config_load("/nonexistent/cadred.conf", 0, &c,
+	    err, sizeof err), 0);
+	monitor_config_free(&c);
+}
+END_TEST
+
+static const char spec_text[] =
+    "version: 1\n"
+    "name: unit\n"
+    "scheduler: { backend: local, max_concurrent: 2 }\n"
+    "trainer: { model: bert-tiny, data: /nonexistent, steps: 10 }\n"
+    "measure: { skip_steps: 0 }\n"
+    "matrix:\n"
+    "  trainer.seed: [1, 2, 3]\n";
+
+static int64_t
+count_state(struct monitor *m, const char *exp, const char *state)
+{
+	json_t	*st, *r;
+	size_t	 i;
+	int64_t	 n = 0;
+	char	 err[256];
+
+	ck_assert_int_eq(monitor_status(m, exp, &st, err, sizeof err), 0);
+	json_array_foreach(json_object_get(st, "runs"), i, r) {
+		if (strcmp(json_string_value(json_object_get(r, "state")),
+		    state) == 0)
+			n++;
+	}
+	json_decref(st);
+	return n;
+}
+
+START_TEST(test_submit_dry)
+{
+	char			 dir[] = "/tmp/test_monitor.XXXXXX", *db, *cmd;
+	char			 err[1024], id[64];
+	struct monitor_config	 cfg;
+	struct monitor		*m, *m2;
+	struct state		*st;
+	json_t			*rep;
+	int64_t			 n;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	setenv("CADRE_STATE_DIR", dir, 1);
+	xasprintf(&db, "%s/cadre.db", dir);
+	ck_assert_int_eq(state_open(db, &st), 0);
+	monitor_config_init(&cfg);
+	cfg.dry = 1;
+	free(cfg.templates);
+	xasprintf(&cfg.templates, "%s/etc/templates", getenv("top_srcdir") !=
+	    NULL ? getenv("top_srcdir") : ".");
+	ck_assert_int_eq(monitor_open(st, &cfg, 1, &m), 0);
+
+	/* an invalid spec: the diagnostics come back */
+	ck_assert_int_eq(monitor_submit(m, "/x/bad.yaml", "version: 1\n", 11,
+	    &rep, err, sizeof err), CADRE_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(err, "/x/bad.yaml:"));
+	ck_assert_ptr_null(rep);
+
+	ck_assert_int_eq(monitor_submit(m, "/x/spec.yaml", spec_text,
+	    strlen(spec_text), &rep, err, sizeof err), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(rep, "new")), 3);
+	snprintf(id, sizeof id, "%s", json_string_value(json_object_get(rep,
+	    "experiment")));
+	ck_assert_uint_eq(strlen(id), 12);
+	json_decref(rep);
+	/* again: the same id, nothing new */
+	ck_assert_int_eq(monitor_submit(m, "/x/spec.yaml", spec_text,
+	    strlen(spec_text), &rep, err, sizeof err), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(rep, "experiment")),
+	    id);
+	ck_assert_int_eq(json_integer_value(json_object_get(rep, "new")), 0);
+	json_decref(rep);
+	ck_assert_int_eq(count_state(m, id, "new"), 3);
+
+	/* max_concurrent 2: two go to the (dry) scheduler */
+	monitor_tick(m, 1e10);
+	ck_assert_int_eq(count_state(m, id, "queued"), 2);
+	ck_assert_int_eq(count_state(m, id, "new"), 1);
+	ck_assert_int_eq(monitor_all_final(m, id), 0);
+
+	/* a second monitor over the same database picks the runs up */
+	ck_assert_int_eq(monitor_open(st, &cfg, 1, &m2), 0);
+	ck_assert_int_eq(count_state(m2, id, "queued"), 2);
+	monitor_free(m2);
+
+	ck_assert_int_eq(monitor_cancel(m, "nosuch", &n, err, sizeof err),
+	    CADRE_ERR_NOT_FOUND);
+	ck_assert_int_eq(monitor_cancel(m, "unit", &n, err, sizeof err), 0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(count_state(m, id, "cancelled"), 3);
+	ck_assert_int_eq(monitor_all_final(m, id), 1);
+
+	monitor_free(m);
+	monitor_config_free(&cfg);
+	state_close(st);
+	xasprintf(&cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	free(db);
+}
+END_TEST
+
+static Suite *
+monitor_suite(void)
+{
+	Suite	*s = suite_create("monitor");
+	TCase	*tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_end_reason);
+	tcase_add_test(tc, test_decide);
+	tcase_add_test(tc, test_backoff);
+	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_config);
+	tcase_add_test(tc, test_submit_dry);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner	*sr = srunner_create(monitor_suite());
+	int	 failed;
+
+	log_init("test_monitor", LOG_LEVEL_ERROR, LOG_TARGET_STDERR);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
