@@ -54,6 +54,7 @@ struct rank_status {
 	int	exited;		/* exit_code is valid */
 	int	exit_code;	/* 0..255 */
 	char	signal[16];	/* "TERM", a number, or "" */
+	double	ended;		/* wall time the rank ended; 0: not known */
 };
 
 /* Exit statuses of `cadre-agent launch`, one per status.json reason. */

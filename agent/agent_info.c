@@ -321,6 +321,15 @@ rank_status_parse(const char *text, size_t len, struct rank_status *rs,
 		snprintf(msg, msglen, "neither 'exit' nor 'signal'");
 		goto out;
 	}
+	if ((v = json_object_get(root, "ended")) != NULL) {
+		if (!json_is_number(v) || json_number_value(v) < 0 ||
+		    json_number_value(v) > 1e11) {
+			snprintf(msg, msglen, "'ended' must be a time in seconds "
+			    "since 1970");
+			goto out;
+		}
+		rs->ended = json_number_value(v);
+	}
 	error = 0;
  out:
 	json_decref(root);

@@ -458,6 +458,9 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 			json_object_set_new(entry, "node", json_string(rs.node));
 			json_object_set_new(entry, "exit", rs.exited ?
 			    json_integer(rs.exit_code) : json_null());
+			if (rs.ended > 0)
+				json_object_set_new(entry, "ended",
+				    json_real(rs.ended));
 			json_object_set_new(entry, "signal", rs.signal[0] ?
 			    json_string(rs.signal) : json_null());
 			if (rs.exited && rs.exit_code != 0 &&
@@ -516,6 +519,22 @@ rank_kinds(const json_t *ranks, struct rank_kinds *k)
 		} else if (k->killed < 0)
 			k->killed = (int)i;
 	}
+}
+
+/* Whether rank a (>= 0) of ranks ended before rank b, by their "ended"
+ * times: a rank that exits with an error first is the cause, and ranks
+ * that mpirun then kills (SIGKILL, when SIGTERM was not enough) are not. */
+static int
+ended_before(const json_t *ranks, int a, int b)
+{
+	const json_t	*ea, *eb;
+
+	if (a < 0)
+		return 0;
+	ea = json_object_get(json_array_get(ranks, (size_t)a), "ended");
+	eb = json_object_get(json_array_get(ranks, (size_t)b), "ended");
+	return json_is_number(ea) && json_is_number(eb) &&
+	    json_number_value(ea) < json_number_value(eb);
 }
 
 /* "rank R on NODE was killed by signal N (NAME)" for rank r of ranks. */
@@ -1150,7 +1169,8 @@ cmd_launch(int argc, char **argv)
 		    TRAINER_EXIT_OOM));
 		log_error("%s", json_string_value(json_object_get(st,
 		    "message")));
-	} else if (rk.killed >= 0 || (failed_rank < 0 && rk.termed >= 0)) {
+	} else if ((rk.killed >= 0 && !ended_before(ranks, failed_rank,
+	    rk.killed)) || (failed_rank < 0 && rk.termed >= 0)) {
 		/* a signal launch did not send: the node, or someone on
 		 * it, killed the rank */
 		int	r = rk.killed >= 0 ? rk.killed : rk.termed;

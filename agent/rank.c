@@ -24,6 +24,7 @@
 
 #include "agent.h"
 #include "buf.h"
+#include "duration.h"
 #include "error.h"
 #include "json.h"
 #include "log.h"
@@ -274,6 +275,10 @@ cmd_rank(int argc, char **argv)
 		    json_string(ssh_signal_name(WTERMSIG(status))) :
 		    WIFSIGNALED(status) ? json_integer(WTERMSIG(status)) :
 		    json_null());
+		/* When: launch tells the first failure from the ranks mpirun
+		 * stopped because of it. */
+		if (js != NULL)
+			json_object_set_new(js, "ended", json_real(wall_now()));
 		xasprintf(&rel, "%s/rank-%d.json", RUNDIR_LOG, rank);
 		path = rundir_path(rundir, rel);
 		free(rel);

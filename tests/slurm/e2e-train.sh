@@ -98,7 +98,7 @@ check "2 nodes: status.json says done" \
     "$(sed -n 's/.*"reason": *"\([a-z_]*\)".*/\1/p' "$dir/status.json" | head -n 1)" done
 
 # ---- SIGKILL of one rank: requeued, resumed from the last checkpoint
-spec kill 2 400 2s 10m 60s
+spec kill 2 200 2s 10m 60s
 submit kill > /dev/null
 run=$(run_ids "$work/kill.yaml")
 dir=$CADRE_STATE_DIR/runs/$run
@@ -141,15 +141,15 @@ if [ -n "$first_after" ] && [ "$first_after" -gt "$resumed" ]; then
 else
 	fail "kill: first step line after resuming: '$first_after' (resumed at '$resumed')"
 fi
-check "kill: the run ends at step 400" \
-    "$(grep -c '"event":"summary","step":400,"complete":true' "$(mx "$run")")" 1
+check "kill: the run ends at step 200" \
+    "$(grep -c '"event":"summary","step":200,"complete":true' "$(mx "$run")")" 1
 
 # ---- the time limit: SIGUSR1, checkpoint, requeued, finished
 # 1 minute with a 40 s grace: SIGUSR1 comes 20 s in, or up to 30 s later
-# (slurmctld looks at time limits every 30 s), long before 1000 steps are
-# done (about 80 s of training), so the first attempt stops on the signal
-# and a later one finishes.
-spec limit 1 1000 0s 1m 40s 30s
+# (slurmctld looks at time limits every 30 s), long before 600 steps are
+# done (over a minute of training in the debug build), so the first attempt
+# stops on the signal and a later one finishes.
+spec limit 1 600 0s 1m 40s 30s
 submit limit > /dev/null
 run=$(run_ids "$work/limit.yaml")
 dir=$CADRE_STATE_DIR/runs/$run
@@ -164,6 +164,6 @@ sig_step=$(grep '"event":"checkpoint".*"reason":"signal"' "$(mx "$run")" | head 
     sed -n 's/.*"step":\([0-9]*\).*/\1/p')
 check "time limit: the second attempt resumed at the signal's checkpoint" \
     "$(event_step "$run" start 2)" "${sig_step:-none}"
-check "time limit: the run ends at step 1000" \
-    "$(grep -c '"event":"summary","step":1000,"complete":true' "$(mx "$run")")" 1
+check "time limit: the run ends at step 600" \
+    "$(grep -c '"event":"summary","step":600,"complete":true' "$(mx "$run")")" 1
 exit $failed

@@ -6,6 +6,12 @@
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
 test_name=$(basename "$0" .sh)
+# scripts/test runs these in `make check`; `make distcheck` (which checks
+# that the tarball builds and its tests run) need not start Slurm again.
+if [ -n "${CADRE_DISTCHECK_FAST:-}" ]; then
+	echo "$test_name: SKIP: the private Slurm tests ran in make check (CADRE_DISTCHECK_FAST)"
+	exit 77
+fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "$test_name: SKIP: a private Slurm needs root"
 	exit 77

@@ -223,6 +223,9 @@ START_TEST(test_rank_status)
 		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"signal\": \"term; rm\"}", 0 },
 		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"signal\": \"TERMTERMTERMTERMTERM\"}", 0 },
 		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"signal\": 0}", 0 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 7, \"ended\": 1795265090.25}", 1 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 7, \"ended\": -1}", 0 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 7, \"ended\": \"now\"}", 0 },
 		{ "[1, 2]", 0 },
 		{ "", 0 },
 	};
@@ -240,6 +243,10 @@ START_TEST(test_rank_status)
 	ck_assert_str_eq(rs.node, "n2");
 	ck_assert_int_eq(rs.exited, 1);
 	ck_assert_int_eq(rs.exit_code, 4);
+	ck_assert(rs.ended == 0);
+	ck_assert_int_eq(rank_status_parse(cases[12].text, strlen(cases[12].text),
+	    &rs, msg, sizeof msg), 0);
+	ck_assert(rs.ended == 1795265090.25);
 	big = xmalloc(RANK_STATUS_MAX + 2);
 	memset(big, ' ', RANK_STATUS_MAX + 1);
 	memcpy(big, cases[0].text, strlen(cases[0].text));
