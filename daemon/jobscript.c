@@ -423,6 +423,15 @@ jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
 		    "paths");
 	if ((r = jobscript_check_job(&js->job, err, errlen)) != 0)
 		return r;
+	/* enroot runs through pyxis's srun options, which the templates'
+	 * serve and launch lines do not carry yet: refuse rather than
+	 * render a script whose `wrap --container enroot` would refuse. */
+	if (js->container_runtime != NULL &&
+	    strcmp(js->container_runtime, "enroot") == 0)
+		return fail(err, errlen, "container.runtime enroot: cadred's "
+		    "job scripts do not start enroot containers yet; use "
+		    "apptainer or singularity, or `cadre-agent launch "
+		    "--from-env` in an sbatch script with pyxis's options");
 	if (js->stage_src != NULL && (js->stage_dst == NULL ||
 	    strchr(js->stage_src, ':') != NULL ||
 	    !text_ok(js->stage_src, SPEC_MAX_PATH) ||

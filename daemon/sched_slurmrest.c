@@ -288,6 +288,10 @@ rest_job_properties(const struct sched_job *job)
 	    (json_int_t)job->nodes, (json_int_t)job->nodes));
 	json_object_set_new(p, "tasks_per_node",
 	    json_integer(job->tasks_per_node));
+	/* slurmrestd 22.05 gave a job with "nodes": [2, 2] one node; the
+	 * task count makes the controller place tasks_per_node on each. */
+	json_object_set_new(p, "tasks",
+	    json_integer(job->nodes * job->tasks_per_node));
 	if (job->cpus_per_task > 0)
 		json_object_set_new(p, "cpus_per_task",
 		    json_integer(job->cpus_per_task));

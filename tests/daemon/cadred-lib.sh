@@ -88,3 +88,22 @@ wait_run() { wait_until "$1" run_is "$2" "$3"; }
 run_ids() {
 	cadre plan --json "$1" | sed -n 's/^ *"id": "\([0-9a-f]*\)",*$/\1/p'
 }
+
+# use_real_programs: cadred runs the real cadre-agent and cadre-train
+# (end-to-end tests) instead of the fakes; exits 77 when they cannot run.
+use_real_programs() {
+	for _p in "$top_builddir/cadre-agent" "$top_builddir/cadre-train"; do
+		[ -x "$_p" ] || { echo "SKIP: $_p not built"; exit 77; }
+	done
+	"$top_builddir/cadre-train" prep --help >/dev/null 2>&1 ||
+	    { echo "SKIP: cadre-train built without prep (utf8proc)"; exit 77; }
+	command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+	cat > "$conf" <<CONF
+poll_interval = 0.5
+agent = $top_builddir/cadre-agent
+trainer = $top_builddir/cadre-train
+templates = $top_srcdir/etc/templates
+cmd_timeout = 10
+log_level = info
+CONF
+}

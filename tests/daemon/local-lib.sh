@@ -2,7 +2,7 @@
 # through tests/daemon/schedtool, with tests/daemon/local-trainer (a fake
 # trainer) standing in for cadre-train behind the real agents and launch.
 # Sets $tool, $work (private, removed at exit), $spec (2 nodes, 1 minute,
-# 50 s grace) and the SCHEDTOOL_* variables; every job submitted with
+# 30 s grace) and the SCHEDTOOL_* variables; every job submitted with
 # submit is cancelled at exit if it still runs.
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
@@ -47,7 +47,7 @@ spec=$work/spec.yaml
 cat >"$spec" <<'SPEC'
 version: 1
 name: localtest
-scheduler: { backend: local, time_limit: 1m, signal_grace: 50s }
+scheduler: { backend: local, time_limit: 1m, signal_grace: 30s }
 resources: { nodes: 2 }
 agent: { startup_timeout: 30s }
 trainer: { model: bert-tiny, data: /nonexistent/shards, steps: 10 }

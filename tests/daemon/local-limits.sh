@@ -1,6 +1,7 @@
 #!/bin/sh
 # The local backend's time limit and failures, with a second shortened to
-# 0.1 s (1 minute limit: 6 s; 50 s grace: SIGUSR1 at 0.6 s... 1 s): the
+# 0.1 s (1 minute limit: 6 s; 30 s grace: SIGUSR1 at 3 s, late enough
+# that the fake ranks have set their traps even on a loaded machine): the
 # ranks get SIGUSR1 first, then SIGTERM at the limit, and the job is
 # timeout; ranks that ignore SIGTERM are killed 30 "seconds" (3 s) later,
 # still timeout, no process left; a failing rank makes the job failed.

@@ -8,32 +8,12 @@
 # --signal=B:USR1@grace), checkpoints, is requeued and finishes.
 . "$top_srcdir/tests/slurm/lib.sh"
 . "$top_srcdir/tests/daemon/cadred-lib.sh"
-for _p in "$top_builddir/cadre-agent" "$top_builddir/cadre-train"; do
-	[ -x "$_p" ] || { echo "SKIP: $_p not built"; exit 77; }
-done
-if ! "$top_builddir/cadre-train" prep --help >/dev/null 2>&1; then
-	echo "SKIP: cadre-train built without prep (utf8proc)"
-	exit 77
-fi
-if ! command -v mpirun >/dev/null 2>&1; then
-	echo "SKIP: no mpirun"
-	exit 77
-fi
-
+use_real_programs
 # Open MPI's allocations outlive MPI_Finalize by design: a debug build's
-# LeakSanitizer would fail every rank at exit. The jobs inherit this.
+# LeakSanitizer would fail every rank at exit (cadre-train built with MPI
+# and ASan turns it off by default, too).
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ASAN_OPTIONS
-
-# The real programs instead of cadred-lib.sh's fakes.
-cat > "$conf" <<CONF
-poll_interval = 0.5
-agent = $top_builddir/cadre-agent
-trainer = $top_builddir/cadre-train
-templates = $top_srcdir/etc/templates
-cmd_timeout = 10
-log_level = info
-CONF
 extra_cleanup='cadred_stop KILL'
 
 # Real text, a vocab, shards of 32 tokens.

@@ -1,6 +1,6 @@
 #!/bin/sh
-# `cadre-train train`: resume exactness and checkpoints. 20 steps straight
-# against 10 steps, a SIGTERM (--stop-after), resume, 10 more: the same
+# `cadre-train train`: resume exactness and checkpoints. 40 steps straight
+# against 20 steps, a SIGTERM (--stop-after), resume, 20 more: the same
 # losses and final weights, bit for bit (dropout on, two micro-batches);
 # a real `kill -TERM` (exit 75, then resume completes); metrics.jsonl's
 # fields; checkpoint retention; SIGUSR1; timed checkpoints; --help against
@@ -10,34 +10,34 @@ set -u
 . "$top_srcdir/tests/trainer/train-lib.sh"
 make_shards "$work/shards"
 
-write_cfg "$work/a.json" "$work/shards" "$work/a" grad_accum 2
-write_cfg "$work/b.json" "$work/shards" "$work/b" grad_accum 2
+write_cfg "$work/a.json" "$work/shards" "$work/a" grad_accum 2 steps 40
+write_cfg "$work/b.json" "$work/shards" "$work/b" grad_accum 2 steps 40
 "$tool" train --config "$work/a.json" --quiet; st=$?
-[ $st -eq 0 ] && pass "20 steps straight: exit 0" || fail "20 steps straight: exit $st"
-"$tool" train --config "$work/b.json" --quiet --stop-after 10; st=$?
-[ $st -eq 75 ] && pass "stop after step 10: exit 75" || fail "stop after step 10: exit $st"
-[ "$(cat "$work/b/checkpoints/latest")" = "step-10" ] &&
-    pass "latest names step-10" || fail "latest: $(cat "$work/b/checkpoints/latest")"
-grep -q '"event":"checkpoint","step":10,.*"reason":"signal"' "$work/b/metrics.jsonl" &&
+[ $st -eq 0 ] && pass "40 steps straight: exit 0" || fail "40 steps straight: exit $st"
+"$tool" train --config "$work/b.json" --quiet --stop-after 20; st=$?
+[ $st -eq 75 ] && pass "stop after step 20: exit 75" || fail "stop after step 20: exit $st"
+[ "$(cat "$work/b/checkpoints/latest")" = "step-20" ] &&
+    pass "latest names step-20" || fail "latest: $(cat "$work/b/checkpoints/latest")"
+grep -q '"event":"checkpoint","step":20,.*"reason":"signal"' "$work/b/metrics.jsonl" &&
     pass "signal checkpoint event" || fail "no signal checkpoint event"
-grep -q '"event":"summary","step":10,"complete":false,"exit":"preempted"' "$work/b/metrics.jsonl" &&
+grep -q '"event":"summary","step":20,"complete":false,"exit":"preempted"' "$work/b/metrics.jsonl" &&
     pass "preempted summary" || fail "no preempted summary"
 "$tool" train --config "$work/b.json" --quiet; st=$?
-[ $st -eq 0 ] && pass "resume to step 20: exit 0" || fail "resume: exit $st"
-grep -q '"event":"start","time":[0-9.]*,"step":10,"resumed_from":"checkpoints/step-10"' \
+[ $st -eq 0 ] && pass "resume to step 40: exit 0" || fail "resume: exit $st"
+grep -q '"event":"start","time":[0-9.]*,"step":20,"resumed_from":"checkpoints/step-20"' \
     "$work/b/metrics.jsonl" && pass "start event names the checkpoint" ||
     fail "start event of the resumed attempt"
 losses "$work/a" > "$work/la"
 losses "$work/b" > "$work/lb"
-if [ "$(wc -l < "$work/la")" -eq 20 ] && cmp -s "$work/la" "$work/lb"; then
-	pass "losses of 20 steps bitwise equal straight and resumed"
+if [ "$(wc -l < "$work/la")" -eq 40 ] && cmp -s "$work/la" "$work/lb"; then
+	pass "losses of 40 steps bitwise equal straight and resumed"
 else
 	fail "losses differ: $(diff "$work/la" "$work/lb" | head -4 | tr '\n' ' ')"
 fi
-cmp -s "$work/a/checkpoints/step-20/model.safetensors" \
-    "$work/b/checkpoints/step-20/model.safetensors" &&
-    close_weights "$work/a/checkpoints/step-20/trainer_state.safetensors" \
-    "$work/b/checkpoints/step-20/trainer_state.safetensors" 0 optimizer. > /dev/null &&
+cmp -s "$work/a/checkpoints/step-40/model.safetensors" \
+    "$work/b/checkpoints/step-40/model.safetensors" &&
+    close_weights "$work/a/checkpoints/step-40/trainer_state.safetensors" \
+    "$work/b/checkpoints/step-40/trainer_state.safetensors" 0 optimizer. > /dev/null &&
     pass "final weights and optimizer state bitwise equal" ||
     fail "final weights or optimizer state differ"
 
@@ -47,8 +47,8 @@ awk '/"event":"step"/ {
 	match($0, /"step":[0-9]+/); s = substr($0, RSTART + 7, RLENGTH - 7);
 	match($0, /"samples":[0-9]+/); n = substr($0, RSTART + 10, RLENGTH - 10);
 	if (n != s * 8) bad = 1; k++ }
-    END { exit bad || k != 20 }' "$work/b/metrics.jsonl" &&
-    pass "samples = step * global batch (8) on 20 step lines" ||
+    END { exit bad || k != 40 }' "$work/b/metrics.jsonl" &&
+    pass "samples = step * global batch (8) on 40 step lines" ||
     fail "samples do not follow the steps"
 for f in epoch loss mlm_acc lr grad_norm samples_per_s tokens_per_s step_ms elapsed_s; do
 	grep '"event":"step"' "$work/a/metrics.jsonl" | grep -vq "\"$f\":" &&
@@ -57,8 +57,8 @@ done
 [ "$(grep -c '"event":"start"' "$work/b/metrics.jsonl")" -eq 2 ] &&
     [ "$(grep -c '"event":"summary"' "$work/b/metrics.jsonl")" -eq 2 ] &&
     pass "two attempts: two start and two summary lines" || fail "start/summary count"
-tail -n 1 "$work/a/metrics.jsonl" | grep -q '"event":"summary","step":20,"complete":true,"exit":"done","samples":160,"steps_this_attempt":20,"skip_steps":2,"median_samples_per_s":[0-9]' &&
-    pass "summary: complete, samples 160, a median" || fail "summary: $(tail -n 1 "$work/a/metrics.jsonl")"
+tail -n 1 "$work/a/metrics.jsonl" | grep -q '"event":"summary","step":40,"complete":true,"exit":"done","samples":320,"steps_this_attempt":40,"skip_steps":2,"median_samples_per_s":[0-9]' &&
+    pass "summary: complete, samples 320, a median" || fail "summary: $(tail -n 1 "$work/a/metrics.jsonl")"
 # elapsed_s keeps growing across the attempts
 sed -n 's/.*"event":"step".*"elapsed_s":\([^,]*\),.*/\1/p' "$work/b/metrics.jsonl" |
     awk '$1 < p { bad = 1 } { p = $1 } END { exit bad }' &&
@@ -66,8 +66,8 @@ sed -n 's/.*"event":"step".*"elapsed_s":\([^,]*\),.*/\1/p' "$work/b/metrics.json
 
 # retention: keep_checkpoints 2 leaves the newest two
 ls "$work/b/checkpoints" | tr '\n' ' ' > "$work/ls"
-[ "$(cat "$work/ls")" = "latest step-10 step-20 " ] &&
-    pass "checkpoints: latest step-10 step-20" || fail "checkpoints: $(cat "$work/ls")"
+[ "$(cat "$work/ls")" = "latest step-20 step-40 " ] &&
+    pass "checkpoints: latest step-20 step-40" || fail "checkpoints: $(cat "$work/ls")"
 
 # a real SIGTERM from outside, during a run of many steps
 write_cfg "$work/k.json" "$work/shards" "$work/k" steps 100000 log_every 50
@@ -120,7 +120,7 @@ else
 fi
 
 # eval of the final checkpoint: one JSON line
-"$tool" eval --init "$work/a/checkpoints/step-20" --data "$work/shards" --batch 4 > "$work/eval" 2> "$work/eval.err"; st=$?
+"$tool" eval --init "$work/a/checkpoints/step-40" --data "$work/shards" --batch 4 > "$work/eval" 2> "$work/eval.err"; st=$?
 [ $st -eq 0 ] && grep -q '^{"task":"pretrain","mlm_loss":[0-9.e+-]*,"mlm_acc":[0-9.e+-]*,"masked":[1-9]' "$work/eval" &&
     pass "eval: $(cat "$work/eval")" || fail "eval: exit $st $(cat "$work/eval" "$work/eval.err")"
 # classification: a 3-class task it can learn, then eval's accuracy

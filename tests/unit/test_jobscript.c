@@ -280,6 +280,11 @@ START_TEST(test_render_stage)
 	free(out);
 	js.stage_src = "/a:b";
 	render(JOBSCRIPT_SLURM, "launch @STAGE@ --", &js, CADRE_ERR_INVALID);
+	/* enroot is refused with the alternatives, not rendered broken */
+	js.stage_src = NULL;
+	js.container_runtime = "enroot";
+	js.container_image = "/img.sqsh";
+	render(JOBSCRIPT_SLURM, "@WRAP@ x\n", &js, CADRE_ERR_INVALID);
 }
 END_TEST
 
