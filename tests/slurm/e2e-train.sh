@@ -125,11 +125,12 @@ check "kill: the run ends at step 200" \
     "$(grep -c '"event":"summary","step":200,"complete":true' "$(mx "$run")")" 1
 
 # ---- the time limit: SIGUSR1, checkpoint, requeued, finished
-# 1 minute with a 40 s grace: SIGUSR1 comes 20 s in, or up to 30 s later
+# 2 minutes with a 90 s grace: SIGUSR1 comes 30 s in, or up to 30 s later
 # (slurmctld looks at time limits every 30 s), long before 600 steps are
-# done (over a minute of training in the debug build), so the first attempt
-# stops on the signal and a later one finishes.
-spec limit 1 600 0s 1m 40s 30s
+# done (over a minute of training in the debug build), so the first
+# attempt stops on the signal, with a minute left to checkpoint and exit
+# before the limit; a later attempt finishes.
+spec limit 1 600 0s 2m 90s 30s
 submit limit > /dev/null
 run=$(run_ids "$work/limit.yaml")
 dir=$CADRE_STATE_DIR/runs/$run
