@@ -21,23 +21,7 @@ make_shards() {
 		echo "SKIP: cadre-train has no prep (built without utf8proc)"
 		exit 77
 	fi
-	awk 'BEGIN {
-		split("the a cat dog sat on mat ran far away big small red blue " \
-		    "green house tree under over quick brown fox jumps lazy day " \
-		    "night sun moon star sky sea river hill road town city", w, " ");
-		x = 12345;
-		for (p = 0; p < 64; p++) {
-			for (s = 0; s < 4; s++) {
-				n = 4 + x % 9; line = "";
-				for (i = 0; i < n; i++) {
-					x = (x * 1103515245 + 12345) % 2147483648;
-					line = line (i ? " " : "") w[1 + int(x / 65536) % 36];
-				}
-				print line ".";
-			}
-			print "";
-		}
-	}' > "$work/text.txt"
+	sh "$top_srcdir/tests/trainer/tinytext.sh" > "$work/text.txt"
 	"$tool" vocab --quiet --size 120 -o "$work/vocab.txt" "$work/text.txt" ||
 	    { echo "FAIL: vocab"; exit 1; }
 	"$tool" prep --vocab "$work/vocab.txt" --format text --task pretrain \
