@@ -62,6 +62,20 @@ mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* --min-step-ms: a stop signal cuts the wait short, the step ends then. */
+static void
+sleep_until_mono(double until)
+{
+	double left = until - mono_s();
+
+	if (left > 0 && stop_signal == 0) {
+		struct timespec ts = { (time_t)left,
+		    (long)((left - (double)(time_t)left) * 1e9) };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 static const char *
 commit_id(void)
 {
@@ -186,6 +200,7 @@ train_usage(FILE *f)
 "  --seed N               weights, data order, masking and dropout\n"
 "  --threads N            OpenMP and OpenBLAS threads\n"
 "  --stop-after N         (tests) raise SIGTERM after step N\n"
+"  --min-step-ms N        (tests) a step takes at least N ms of wall time\n"
 "  --quiet                no progress lines on stderr\n"
 "  -h, --help             this text\n"
 "Exit: 0 done, 1 error, 2 usage or bad input, 3 out of memory, 75 preempted\n"
@@ -197,7 +212,7 @@ enum {
 	O_TASK, O_STEPS, O_BATCH, O_SEQ, O_ACCUM, O_PREC, O_OPT, O_LR, O_WD, O_B1,
 	O_B2, O_EPS, O_WARMUP, O_SCHED, O_POWER, O_CLIP, O_DROPOUT, O_GCKPT,
 	O_CKEVERY, O_KEEP, O_LOGEVERY, O_SKIP, O_SEED, O_THREADS, O_STOPAFTER,
-	O_QUIET, O_DEVICE
+	O_MINSTEP, O_QUIET, O_DEVICE
 };
 
 static const struct option train_opts[] = {
@@ -234,6 +249,7 @@ static const struct option train_opts[] = {
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "threads", required_argument, NULL, O_THREADS },
 	{ "stop-after", required_argument, NULL, O_STOPAFTER },
+	{ "min-step-ms", required_argument, NULL, O_MINSTEP },
 	{ "quiet", no_argument, NULL, O_QUIET },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "help", no_argument, NULL, 'h' },
@@ -243,6 +259,7 @@ static const struct option train_opts[] = {
 struct run_opts {
 	int	threads;
 	int64_t	stop_after;
+	int64_t	min_step_ms;
 	int	quiet;
 };
 
@@ -325,6 +342,7 @@ parse_train_args(int argc, char **argv, struct train_config *tc, struct run_opts
 		case O_SEED: tc->seed = (uint64_t)opt_int("--seed", optarg, 0, 0x7fffffffffffffffLL); break;
 		case O_THREADS: ro->threads = (int)opt_int("--threads", optarg, 1, 4096); break;
 		case O_STOPAFTER: ro->stop_after = opt_int("--stop-after", optarg, 1, 1000000000000LL); break;
+		case O_MINSTEP: ro->min_step_ms = opt_int("--min-step-ms", optarg, 0, 3600000); break;
 		case O_QUIET: ro->quiet = 1; break;
 		case O_DEVICE: tc->device = (enum train_device)opt_enum("--device", optarg, device_names); break;
 		case 'h': train_usage(stdout); exit(0);
@@ -1232,6 +1250,8 @@ cmd_train(int argc, char **argv)
 		const char	*reason = NULL;
 
 		run_step(&r, s, &so);
+		if (r.ro.min_step_ms > 0)
+			sleep_until_mono(t0 + (double)r.ro.min_step_ms / 1000.0);
 		dt = mono_s() - t0;
 		r.st.step = s + 1;
 		r.st.samples += r.gB;

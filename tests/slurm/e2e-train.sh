@@ -9,6 +9,15 @@
 . "$top_srcdir/tests/slurm/lib.sh"
 . "$top_srcdir/tests/daemon/cadred-lib.sh"
 use_real_programs
+# Each step takes at least 150 ms (--min-step-ms), whatever the machine's
+# speed: the kill lands before the run is done, and the time limit's
+# SIGUSR1 comes before the first attempt can finish (below).
+cat > "$work/cadre-train" <<WRAP
+#!/bin/sh
+exec "$top_builddir/cadre-train" "\$@" --min-step-ms 150
+WRAP
+chmod +x "$work/cadre-train"
+sed -i "s|^trainer = .*|trainer = $work/cadre-train|" "$conf"
 # Open MPI's allocations outlive MPI_Finalize by design: a debug build's
 # LeakSanitizer would fail every rank at exit (cadre-train built with MPI
 # and ASan turns it off by default, too).
@@ -43,7 +52,7 @@ trainer:
   checkpoint_every: $4
   log_every: 5
 measure: { skip_steps: 5 }
-retries: { max: 8, backoff: 0s }
+retries: { max: 12, backoff: 0s }
 SPEC
 }
 mx() { echo "$CADRE_STATE_DIR/runs/$1/metrics.jsonl"; }
@@ -127,9 +136,9 @@ check "kill: the run ends at step 200" \
 # ---- the time limit: SIGUSR1, checkpoint, requeued, finished
 # 2 minutes with a 90 s grace: SIGUSR1 comes 30 s in, or up to 30 s later
 # (slurmctld looks at time limits every 30 s), long before 600 steps are
-# done (over a minute of training in the debug build), so the first
-# attempt stops on the signal, with a minute left to checkpoint and exit
-# before the limit; a later attempt finishes.
+# done (at least 90 s at 150 ms a step), so the first attempt stops on
+# the signal, with a minute left to checkpoint and exit before the limit;
+# a later attempt finishes.
 spec limit 1 600 0s 2m 90s 30s
 submit limit > /dev/null
 run=$(run_ids "$work/limit.yaml")
