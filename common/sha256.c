@@ -1,11 +1,16 @@
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "error.h"
 #include "sha256.h"
+#include "xmalloc.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SHA256_HAVE_NI 1
@@ -318,4 +323,38 @@ sha256_hex(const uint8_t *digest, size_t nbytes, char *hex)
 		hex[2 * i + 1] = digits[digest[i] & 0x0f];
 	}
 	hex[2 * nbytes] = '\0';
+}
+
+int
+sha256_file(const char *path, char hex[2 * SHA256_DIGEST_LEN + 1],
+    uint64_t *bytes)
+{
+	struct sha256_ctx	 c;
+	uint8_t			 dg[SHA256_DIGEST_LEN];
+	char			*buf;
+	ssize_t			 n;
+	int			 fd, error = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return CADRE_ERR_SYSTEM;
+	buf = xmalloc(4 << 20);
+	sha256_init(&c);
+	*bytes = 0;
+	while ((n = read(fd, buf, 4 << 20)) != 0) {
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			error = CADRE_ERR_SYSTEM;
+			break;
+		}
+		sha256_update(&c, buf, (size_t)n);
+		*bytes += (uint64_t)n;
+	}
+	free(buf);
+	close(fd);
+	if (error == 0) {
+		sha256_final(&c, dg);
+		sha256_hex(dg, SHA256_DIGEST_LEN, hex);
+	}
+	return error;
 }

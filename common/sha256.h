@@ -27,6 +27,11 @@ void sha256(const void *p, size_t n, uint8_t out[SHA256_DIGEST_LEN]);
 /* Lower-case hex of the first nbytes of a digest; hex holds 2*nbytes+1. */
 void sha256_hex(const uint8_t *digest, size_t nbytes, char *hex);
 
+/* SHA-256 of the file at path, read in 4 MiB blocks: 0 with the hex
+ * digest and the size, or CADRE_ERR_SYSTEM (errno set). */
+int sha256_file(const char *path, char hex[2 * SHA256_DIGEST_LEN + 1],
+    uint64_t *bytes);
+
 /* The path hashing now: "sha-ni" or "portable". */
 const char *sha256_impl(void);
 /* For tests and benchmarks: on != 0 makes every hash take the portable

@@ -95,10 +95,15 @@ enum spec_key {
 	SPEC_K_DROPOUT,
 	SPEC_K_CHECKPOINT_EVERY,
 	SPEC_K_KEEP_CHECKPOINTS,
+	SPEC_K_KEEP_TIMED,
 	SPEC_K_LOG_EVERY,
 	SPEC_K_SEED,
 
 	SPEC_K_MEASURE_SKIP_STEPS,
+
+	SPEC_K_CKPT_EVAL_DATA,
+	SPEC_K_CKPT_EVAL_BATCH,
+	SPEC_K_CKPT_EVAL_AT,
 
 	SPEC_K_REPEATS,
 	SPEC_K_MATRIX,
@@ -133,6 +138,8 @@ enum spec_type {
 	SPEC_T_WORDS,		/* list of SPEC_T_WORD, at most max items */
 	SPEC_T_PATHS,		/* list of SPEC_T_PATH */
 	SPEC_T_ENUMS,		/* list of distinct values[] */
+	SPEC_T_DURATIONS,	/* list of distinct SPEC_T_DURATION, kept as
+				 * decimal seconds ("1200") */
 	SPEC_T_MODEL,		/* a preset from values[], or a mapping of dims */
 	SPEC_T_MATRIX,		/* dotted key -> list of values */
 	SPEC_T_EXCLUDE,		/* list of {dotted key: value} */
@@ -218,7 +225,7 @@ enum spec_key spec_varied(const struct spec *s, size_t i);
  * typed getters abort on a key of another type: ints take SPEC_T_INT,
  * DURATION (seconds) and SIZE (bytes); doubles take FLOAT and INT; strings
  * take TEXT, NAME, ENUM, PATH, WORD, ENV, URL and MODEL ("custom" for a
- * mapping); lists take WORDS, PATHS and ENUMS. Unset strings are NULL.
+ * mapping); lists take WORDS, PATHS, ENUMS and DURATIONS (decimal seconds). Unset strings are NULL.
  */
 int spec_is_set(const struct spec *s, enum spec_key k);
 int64_t spec_get_int(const struct spec *s, enum spec_key k);

@@ -192,6 +192,9 @@ expected(const struct spec_key_info *ki)
 	case SPEC_T_PATHS:
 		cbuf_adds(&b, "a list of paths, e.g. [/scratch]");
 		break;
+	case SPEC_T_DURATIONS:
+		cbuf_adds(&b, "a list of durations, e.g. [20m, 40m]");
+		break;
 	case SPEC_T_ENUMS:
 		cbuf_adds(&b, "a list of values from ");
 		add_values(&b, ki->values);
@@ -554,7 +557,12 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 		return -1;
 	}
 	item.type = ki->type == SPEC_T_WORDS ? SPEC_T_WORD :
-	    ki->type == SPEC_T_PATHS ? SPEC_T_PATH : SPEC_T_ENUM;
+	    ki->type == SPEC_T_PATHS ? SPEC_T_PATH :
+	    ki->type == SPEC_T_DURATIONS ? SPEC_T_DURATION : SPEC_T_ENUM;
+	if (ki->type == SPEC_T_DURATIONS) {
+		item.min = 1;
+		item.max = 365 * 24 * 3600;
+	}
 	out->list = xcalloc(n->n + 1, sizeof *out->list);
 	for (i = 0; i < n->n; i++) {
 		struct spec_value	v;
@@ -565,13 +573,19 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 			rc = -1;
 			continue;
 		}
-		if (ki->type == SPEC_T_ENUMS) {
+		if (ki->type == SPEC_T_DURATIONS) {
+			free(v.s);
+			xasprintf(&v.s, "%" PRId64, v.i);
+		}
+		if (ki->type == SPEC_T_ENUMS || ki->type == SPEC_T_DURATIONS) {
 			for (j = 0; j < out->n; j++) {
 				if (strcmp(out->list[j], v.s) == 0)
 					break;
 			}
 			if (j < out->n) {
-				shown = spec_show(v.s, strlen(v.s));
+				shown = ki->type == SPEC_T_DURATIONS ?
+				    spec_show(it->str, strlen(it->str)) :
+				    spec_show(v.s, strlen(v.s));
 				node_error(cx, it, "%s: '%s' is listed twice",
 				    ki->path, shown);
 				free(shown);
@@ -604,7 +618,7 @@ spec_value_parse(struct spec_cx *cx, enum spec_key k, const struct ynode *n,
 		free(got);
 		rc = -1;
 	} else if (ki->type == SPEC_T_WORDS || ki->type == SPEC_T_PATHS ||
-	    ki->type == SPEC_T_ENUMS)
+	    ki->type == SPEC_T_ENUMS || ki->type == SPEC_T_DURATIONS)
 		rc = parse_list(cx, ki, n, out);
 	else
 		rc = parse_scalar(cx, ki, n, out);
@@ -1051,6 +1065,14 @@ spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 	    SPEC_K_RES_GPUS_PER_NODE };
 	static const enum spec_key launch[] = { SPEC_K_LAUNCHER,
 	    SPEC_K_SCHED_BACKEND };
+	static const enum spec_key at[] = { SPEC_K_CKPT_EVAL_AT,
+	    SPEC_K_CHECKPOINT_EVERY };
+	static const enum spec_key ev[] = { SPEC_K_CKPT_EVAL_AT,
+	    SPEC_K_CKPT_EVAL_DATA };
+	static const enum spec_key keep[] = { SPEC_K_KEEP_TIMED,
+	    SPEC_K_CKPT_EVAL_AT };
+	const struct spec_value	*v;
+	size_t			 i;
 	const struct spec	*s = cx->s;
 	struct spec_model_dims	 m;
 	char			 a[64], b[64];
@@ -1132,6 +1154,36 @@ spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 			    "launcher srun needs a Slurm backend, but "
 			    "scheduler.backend is %s; use mpirun", str);
 	}
+	/* A checkpoint is "at T" when T is one of its timed marks, the
+	 * multiples of checkpoint_every: another T would never match. */
+	v = spec_cfg_value(s, cfg, SPEC_K_CKPT_EVAL_AT);
+	if (all_good(s, cfg, at, NKEYS(at)) && v->set) {
+		y = spec_cfg_int(s, cfg, SPEC_K_CHECKPOINT_EVERY);
+		for (i = 0; i < v->n; i++) {
+			x = strtoll(v->list[i], NULL, 10);
+			if (y > 0 && x % y == 0)
+				continue;
+			duration_format(x, a, sizeof a);
+			duration_format(y, b, sizeof b);
+			cfg_error(cx, cfg, at, NKEYS(at), y == 0 ?
+			    "eval.at %s: trainer.checkpoint_every is 0, so no "
+			    "checkpoint is timed; set it (e.g. 20m)%s" :
+			    "eval.at %s is not a multiple of "
+			    "trainer.checkpoint_every (%s): timed checkpoints "
+			    "are taken at its multiples only", a, y == 0 ? "" : b);
+			break;
+		}
+	}
+	if (all_good(s, cfg, ev, NKEYS(ev)) && v->set &&
+	    !spec_cfg_value(s, cfg, SPEC_K_CKPT_EVAL_DATA)->set)
+		cfg_error(cx, cfg, ev, NKEYS(ev), "eval.at is set but "
+		    "eval.data is not: name the held-out shards to evaluate "
+		    "the checkpoints on");
+	if (all_good(s, cfg, keep, NKEYS(keep)) && !v->set &&
+	    strcmp(spec_cfg_string(s, cfg, SPEC_K_KEEP_TIMED), "at") == 0)
+		cfg_error(cx, cfg, keep, NKEYS(keep), "trainer.keep_timed: "
+		    "at keeps the checkpoints at eval.at, which is not set; "
+		    "set eval.at or keep all");
 }
 
 /* ------------------------------------------------------------ entry points */

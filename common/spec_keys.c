@@ -39,6 +39,7 @@ static const char *const optimizers[] = { "adamw", "lamb", NULL };
 static const char *const schedules[] = { "linear", "poly", "constant", NULL };
 static const char *const retry_reasons[] = { "timeout", "preempted",
     "node_fail", "failed", "startup_timeout", NULL };
+static const char *const keep_timed[] = { "all", "at", "none", NULL };
 static const char *const notify_events[] = { "done", "failed", "requeued",
     "cancelled", NULL };
 
@@ -227,6 +228,9 @@ static const struct spec_key_info keys[SPEC_KEY_COUNT] = {
 	[SPEC_K_KEEP_CHECKPOINTS] = { "trainer.keep_checkpoints", SPEC_T_INT,
 	    0, INT(1, 10000), .def = "2",
 	    .doc = "Newest checkpoints kept; older ones are deleted." },
+	[SPEC_K_KEEP_TIMED] = { "trainer.keep_timed", SPEC_T_ENUM, N,
+	    .values = keep_timed, .def = "all",
+	    .doc = "Timed checkpoints (at multiples of checkpoint_every) once the run is done: all kept, only those at eval.at, or none beyond keep_checkpoints." },
 	[SPEC_K_LOG_EVERY] = { "trainer.log_every", SPEC_T_INT, 0,
 	    INT(1, 1000000000), .def = "10",
 	    .doc = "Steps between metrics lines." },
@@ -237,6 +241,15 @@ static const struct spec_key_info keys[SPEC_KEY_COUNT] = {
 	[SPEC_K_MEASURE_SKIP_STEPS] = { "measure.skip_steps", SPEC_T_INT, M,
 	    INT(0, 1000000000), .def = "100",
 	    .doc = "Warm-up steps left out of throughput figures." },
+
+	[SPEC_K_CKPT_EVAL_DATA] = { "eval.data", SPEC_T_PATH, N,
+	    .doc = "Held-out shards each timed checkpoint is evaluated on after training (cadre-train eval --run-dir); unset: none evaluated." },
+	[SPEC_K_CKPT_EVAL_BATCH] = { "eval.batch_size", SPEC_T_INT, N,
+	    INT(1, 65536), .def = "32",
+	    .doc = "Sequences per rank per evaluation batch." },
+	[SPEC_K_CKPT_EVAL_AT] = { "eval.at", SPEC_T_DURATIONS, N,
+	    INT(0, SPEC_MAX_LIST),
+	    .doc = "Training times whose checkpoints are evaluated (multiples of trainer.checkpoint_every), e.g. [20m, 40m]; unset: every timed one." },
 
 	[SPEC_K_REPEATS] = { "repeats", SPEC_T_INT, 0, INT(1, 1000),
 	    .def = "1",
@@ -330,6 +343,8 @@ spec_type_name(enum spec_type t)
 		return "list of paths";
 	case SPEC_T_ENUMS:
 		return "list of enums";
+	case SPEC_T_DURATIONS:
+		return "list of durations";
 	case SPEC_T_MODEL:
 		return "model";
 	case SPEC_T_MATRIX:
@@ -400,7 +415,8 @@ is_string_type(enum spec_type t)
 static int
 is_list_type(enum spec_type t)
 {
-	return t == SPEC_T_WORDS || t == SPEC_T_PATHS || t == SPEC_T_ENUMS;
+	return t == SPEC_T_WORDS || t == SPEC_T_PATHS || t == SPEC_T_ENUMS ||
+	    t == SPEC_T_DURATIONS;
 }
 
 int
@@ -472,7 +488,12 @@ spec_value_format(enum spec_key k, const struct spec_value *v)
 		for (i = 0; i < v->n; i++) {
 			if (i > 0)
 				cbuf_adds(&b, ", ");
-			cbuf_adds(&b, v->list[i]);
+			if (t == SPEC_T_DURATIONS) {
+				duration_format(strtoll(v->list[i], NULL, 10),
+				    buf, sizeof buf);
+				cbuf_adds(&b, buf);
+			} else
+				cbuf_adds(&b, v->list[i]);
 		}
 		return cbuf_detach(&b, NULL);
 	}
@@ -606,6 +627,9 @@ spec_key_range_text(enum spec_key k)
 
 	cbuf_init(&b, SIZE_MAX);
 	switch (ki->type) {
+	case SPEC_T_DURATIONS:
+		cbuf_addf(&b, "up to %" PRId64 " durations", ki->max);
+		break;
 	case SPEC_T_INT:
 	case SPEC_T_DURATION:
 	case SPEC_T_SIZE:

@@ -1108,7 +1108,7 @@ typed_value(const struct spec *s, const struct spec_config *cfg,
 		ok = t == SPEC_T_BOOL;
 	else if (strcmp(want, "list") == 0)
 		ok = t == SPEC_T_WORDS || t == SPEC_T_PATHS ||
-		    t == SPEC_T_ENUMS;
+		    t == SPEC_T_ENUMS || t == SPEC_T_DURATIONS;
 	else
 		ok = t == SPEC_T_TEXT || t == SPEC_T_NAME || t == SPEC_T_ENUM ||
 		    t == SPEC_T_PATH || t == SPEC_T_WORD || t == SPEC_T_ENV ||

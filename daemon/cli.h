@@ -47,7 +47,15 @@ extern const struct cli_command cli_cmd_run;
  * (daemon/cmd_script.c, daemon/cmd_import.c). */
 extern const struct cli_command cli_cmd_script;
 extern const struct cli_command cli_cmd_import;
+/* cadre export (daemon/cmd_export.c). */
+extern const struct cli_command cli_cmd_export;
 /* cadre report (daemon/cmd_report.c). */
+struct state;
+/* Opens the database of the state dir (state_dir, else the default; see
+ * daemon/paths.h) for a command that reads it without cadred; a missing
+ * one is an error, not created. Messages start with prog. */
+int cli_open_state(const char *prog, const char *state_dir,
+    struct state **st);
 extern const struct cli_command cli_cmd_report;
 /* The Markdown report of experiment exp_id (an id, prefix or name) from
  * the database at db, as `cadre report` prints it (for cadre run): 0, or a

@@ -31,12 +31,46 @@
 
 enum report_format { FMT_MD = 0, FMT_CSV, FMT_JSON };
 
+#define REPORT_AT_MAX	32	/* times one --at may list */
+
 struct report_opts {
 	enum report_format	 format;
 	const char		*plot;
 	const char		*compare;
 	const char		*state_dir;
+	double			 at[REPORT_AT_MAX];	/* seconds */
+	size_t			 nat;
 };
+
+/* --at 20m,40m: training times in seconds. */
+static int
+parse_at(struct report_opts *o, const char *arg)
+{
+	char	*copy = xstrdup(arg), *tok, *save = NULL;
+	int64_t	 v;
+	int	 rc = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok != NULL && rc == 0;
+	    tok = strtok_r(NULL, ",", &save)) {
+		if (duration_parse(tok, &v) != 0 || v <= 0) {
+			cli_usage_error(&cli_cmd_report, "--at '%s': expected "
+			    "training times such as 20m or 20m,40m (each > 0)",
+			    tok);
+			rc = -1;
+		} else if (o->nat == REPORT_AT_MAX) {
+			cli_usage_error(&cli_cmd_report, "--at: at most %d "
+			    "times", REPORT_AT_MAX);
+			rc = -1;
+		} else
+			o->at[o->nat++] = (double)v;
+	}
+	if (rc == 0 && o->nat == 0) {
+		cli_usage_error(&cli_cmd_report, "--at '%s': no time given", arg);
+		rc = -1;
+	}
+	free(copy);
+	return rc;
+}
 
 static int
 report_opt(void *ctx, const char *name, const char *arg)
@@ -59,6 +93,8 @@ report_opt(void *ctx, const char *name, const char *arg)
 		o->plot = arg;
 	else if (strcmp(name, "compare") == 0)
 		o->compare = arg;
+	else if (strcmp(name, "at") == 0)
+		return parse_at(o, arg);
 	else if (strcmp(name, "state-dir") == 0)
 		o->state_dir = arg;
 	return 0;
@@ -839,12 +875,277 @@ plots(const struct report *r, const char *dir, FILE *list)
 	return rc;
 }
 
+/* ------------------------------------------------------------ at a time */
+
+/* "median [min..max]" with decimals; "-" when there is none. */
+static char *
+fmt_spread(const struct report_spread *v, int decimals)
+{
+	char	*r;
+
+	if (v->n == 0 || isnan(v->median))
+		return xstrdup("-");
+	if (v->n == 1 || v->min == v->max)
+		xasprintf(&r, "%.*f", decimals, v->median);
+	else
+		xasprintf(&r, "%.*f [%.*f..%.*f]", decimals, v->median, decimals,
+		    v->min, decimals, v->max);
+	return r;
+}
+
+static char *
+fmt_ratio(double v)
+{
+	char	*r;
+
+	if (isnan(v))
+		return xstrdup("-");
+	xasprintf(&r, "%.2fx", v);
+	return r;
+}
+
+/* The configuration as its varied values ("batch_size=8"), or its id. */
+static char *
+config_label(const struct report *r, size_t ci)
+{
+	struct cbuf	b;
+	size_t		j;
+
+	cbuf_init(&b, SIZE_MAX);
+	for (j = 0; j < spec_nvaried(r->spec); j++)
+		cbuf_addf(&b, "%s%s=%s", j > 0 ? " " : "",
+		    short_name(spec_varied(r->spec, j)), r->configs[ci].values[j]);
+	if (b.len == 0)
+		cbuf_adds(&b, r->configs[ci].id);
+	return cbuf_detach(&b, NULL);
+}
+
+static void
+md_at(const struct report *r, const double *at, size_t nat, FILE *fp)
+{
+	static const char *const cols[] = { "config", "values", "runs at T",
+	    "steps", "samples", "samples/s", "eval accuracy", "eval loss",
+	    "baseline", "steps x", "samples x", "samples/s x", "accuracy +/-" };
+	struct report_at_row	*rows;
+	struct table		 t;
+	char			 d[32], **row;
+	size_t			 i, n, k, c;
+
+	for (k = 0; k < nat; k++) {
+		report_at(r, at[k], &rows, &n);
+		duration_format((int64_t)llround(at[k]), d, sizeof d);
+		fprintf(fp, "\n## At %s of training\n\n", d);
+		fprintf(fp, "Per configuration, over its runs with a timed "
+		    "checkpoint at %s: the checkpoint's step and samples, the "
+		    "run's samples/s, and the checkpoint's eval accuracy and loss "
+		    "(eval.jsonl); median [min..max] over the repeats, and "
+		    "against the baseline configuration.\n\n", d);
+		table_init(&t, sizeof cols / sizeof cols[0]);
+		for (c = 0; c < t.ncols; c++)
+			table_col(&t, c, cols[c], c >= 2 && c != 8);
+		for (i = 0; i < n; i++) {
+			const struct report_config *cf = &r->configs[rows[i].config];
+
+			row = table_row(&t);
+			c = 0;
+			row[c++] = xstrdup(cf->id);
+			row[c++] = config_label(r, rows[i].config);
+			xasprintf(&row[c++], "%zu/%zu", rows[i].nmark, rows[i].nruns);
+			row[c++] = fmt_spread(&rows[i].steps, 0);
+			row[c++] = fmt_spread(&rows[i].samples, 0);
+			row[c++] = fmt_spread(&rows[i].sps, 1);
+			row[c++] = fmt_spread(&rows[i].accuracy, 4);
+			row[c++] = fmt_spread(&rows[i].loss, 4);
+			row[c++] = xstrdup(cf->baseline != SIZE_MAX ?
+			    r->configs[cf->baseline].id : "-");
+			row[c++] = fmt_ratio(rows[i].vs_steps);
+			row[c++] = fmt_ratio(rows[i].vs_samples);
+			row[c++] = fmt_ratio(rows[i].vs_sps);
+			if (isnan(rows[i].vs_accuracy))
+				row[c++] = xstrdup("-");
+			else
+				xasprintf(&row[c++], "%+.4f", rows[i].vs_accuracy);
+		}
+		table_print_md(&t, fp);
+		table_free(&t);
+		free(rows);
+	}
+}
+
+static void
+csv_spread(FILE *fp, const struct report_spread *v)
+{
+	csv_num(fp, v->median);
+	csv_num(fp, v->min);
+	csv_num(fp, v->max);
+}
+
+static void
+print_csv_at(const struct report *r, const double *at, size_t nat, FILE *fp)
+{
+	static const char *const figs[] = { "steps", "samples", "samples_per_s",
+	    "accuracy", "loss" };
+	struct report_at_row	*rows;
+	size_t			 i, n, k, f;
+
+	fputs("experiment,at_s,config_id,runs,runs_at,", fp);
+	for (f = 0; f < 5; f++)
+		fprintf(fp, "%s_median,%s_min,%s_max,", figs[f], figs[f], figs[f]);
+	fputs("baseline,steps_ratio,samples_ratio,samples_per_s_ratio,"
+	    "accuracy_diff\r\n", fp);
+	for (k = 0; k < nat; k++) {
+		report_at(r, at[k], &rows, &n);
+		for (i = 0; i < n; i++) {
+			const struct report_config *cf = &r->configs[rows[i].config];
+
+			csv_cell(fp, r->exp_id, 0);
+			fprintf(fp, "%.0f,%s,%zu,%zu,", at[k], cf->id, rows[i].nruns,
+			    rows[i].nmark);
+			csv_spread(fp, &rows[i].steps);
+			csv_spread(fp, &rows[i].samples);
+			csv_spread(fp, &rows[i].sps);
+			csv_spread(fp, &rows[i].accuracy);
+			csv_spread(fp, &rows[i].loss);
+			fprintf(fp, "%s,", cf->baseline != SIZE_MAX ?
+			    r->configs[cf->baseline].id : "");
+			csv_num(fp, rows[i].vs_steps);
+			csv_num(fp, rows[i].vs_samples);
+			csv_num(fp, rows[i].vs_sps);
+			if (!isnan(rows[i].vs_accuracy))
+				fprintf(fp, "%.10g", rows[i].vs_accuracy);
+			fputs("\r\n", fp);
+		}
+		free(rows);
+	}
+}
+
+static json_t *
+jnum(double v)
+{
+	return isnan(v) ? json_null() : json_real(v);
+}
+
+static json_t *
+spread_json(const struct report_spread *v)
+{
+	return json_pack("{s:o, s:o, s:o, s:I}", "median", jnum(v->median),
+	    "min", jnum(v->min), "max", jnum(v->max), "n", (json_int_t)v->n);
+}
+
+static json_t *
+at_json(const struct report *r, const double *at, size_t nat)
+{
+	struct report_at_row	*rows;
+	json_t			*arr = json_array(), *t, *cs, *o;
+	size_t			 i, n, k;
+
+	for (k = 0; k < nat; k++) {
+		report_at(r, at[k], &rows, &n);
+		cs = json_array();
+		for (i = 0; i < n; i++) {
+			const struct report_config *cf = &r->configs[rows[i].config];
+			char	*label = config_label(r, rows[i].config);
+
+			o = json_pack("{s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, "
+			    "s:o, s:o, s:o, s:o, s:o}", "config", cf->id,
+			    "label", label,
+			    "runs", (json_int_t)rows[i].nruns,
+			    "runs_at", (json_int_t)rows[i].nmark,
+			    "steps", spread_json(&rows[i].steps),
+			    "samples", spread_json(&rows[i].samples),
+			    "samples_per_s", spread_json(&rows[i].sps),
+			    "accuracy", spread_json(&rows[i].accuracy),
+			    "loss", spread_json(&rows[i].loss),
+			    "baseline", cf->baseline != SIZE_MAX ?
+			    json_string(r->configs[cf->baseline].id) : json_null(),
+			    "steps_ratio", jnum(rows[i].vs_steps),
+			    "samples_ratio", jnum(rows[i].vs_samples),
+			    "samples_per_s_ratio", jnum(rows[i].vs_sps),
+			    "accuracy_diff", jnum(rows[i].vs_accuracy));
+			free(label);
+			if (o != NULL)
+				json_array_append_new(cs, o);
+		}
+		t = json_pack("{s:f, s:o}", "seconds", at[k], "configs", cs);
+		json_array_append_new(arr, t);
+		free(rows);
+	}
+	return arr;
+}
+
+/* accuracy_vs_time.svg and accuracy_vs_samples.svg: per configuration,
+ * the median eval accuracy over its runs at each timed mark. */
+static int
+plots_at(const struct report *r, const char *dir, FILE *list)
+{
+	struct svg_chart	 ch;
+	struct svg_series	*ts, *ss;
+	double			**tx, **sx, **ay, *marks;
+	char			**labels;
+	size_t			 ci, k, n, nm, ns = 0;
+	int			 rc;
+
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "cadre report: %s: %s\n", dir, strerror(errno));
+		return CADRE_ERR_SYSTEM;
+	}
+	n = r->nconfigs;
+	ts = xcalloc(n + 1, sizeof *ts);
+	ss = xcalloc(n + 1, sizeof *ss);
+	tx = xcalloc(n + 1, sizeof *tx);
+	sx = xcalloc(n + 1, sizeof *sx);
+	ay = xcalloc(n + 1, sizeof *ay);
+	labels = xcalloc(n + 1, sizeof *labels);
+	for (ci = 0; ci < n; ci++) {
+		nm = report_marks(r, ci, &marks);
+		if (nm == 0) {
+			free(marks);
+			continue;
+		}
+		tx[ns] = xcalloc(nm, sizeof **tx);
+		sx[ns] = xcalloc(nm, sizeof **sx);
+		ay[ns] = xcalloc(nm, sizeof **ay);
+		for (k = 0; k < nm; k++) {
+			struct report_at_row	*rows;
+			size_t			 nr;
+
+			report_at(r, marks[k], &rows, &nr);
+			tx[ns][k] = marks[k] / 60.0;
+			sx[ns][k] = rows[ci].samples.median;
+			ay[ns][k] = rows[ci].accuracy.median;
+			free(rows);
+		}
+		labels[ns] = config_label(r, ci);
+		ts[ns] = (struct svg_series){ labels[ns], tx[ns], ay[ns], nm, 0, 1 };
+		ss[ns] = (struct svg_series){ labels[ns], sx[ns], ay[ns], nm, 0, 1 };
+		ns++;
+		free(marks);
+	}
+	ch = (struct svg_chart){ "Eval accuracy of the timed checkpoints",
+	    "training time (minutes)", "eval accuracy", 1, 0, 0, 0 };
+	rc = plot_write(list, dir, "accuracy_vs_time.svg", &ch, ts, ns);
+	ch.xlabel = "samples trained on";
+	if (rc == 0)
+		rc = plot_write(list, dir, "accuracy_vs_samples.svg", &ch, ss, ns);
+	for (k = 0; k < ns; k++) {
+		free(tx[k]);
+		free(sx[k]);
+		free(ay[k]);
+		free(labels[k]);
+	}
+	free(tx);
+	free(sx);
+	free(ay);
+	free(labels);
+	free(ts);
+	free(ss);
+	return rc;
+}
+
 /* ------------------------------------------------------------ main */
 
-/* Opens the database of the state dir; a missing one is an error (state_open
- * would create it). */
-static int
-open_state(const char *state_dir, struct state **st)
+int
+cli_open_state(const char *prog, const char *state_dir, struct state **st)
 {
 	char	*db = NULL;
 	int	 rc;
@@ -853,20 +1154,18 @@ open_state(const char *state_dir, struct state **st)
 	if (state_dir != NULL)
 		xasprintf(&db, "%s/cadre.db", state_dir);
 	else if ((rc = paths_db(&db)) != 0) {
-		fprintf(stderr, "cadre report: no state directory: set "
-		    "CADRE_STATE_DIR or HOME, or give --state-dir\n");
+		fprintf(stderr, "%s: no state directory: set CADRE_STATE_DIR or "
+		    "HOME, or give --state-dir\n", prog);
 		return rc;
 	}
 	if (access(db, F_OK) != 0) {
-		fprintf(stderr, "cadre report: %s: %s (nothing submitted "
-		    "yet? --state-dir names another state directory)\n", db,
-		    strerror(errno));
+		fprintf(stderr, "%s: %s: %s (nothing submitted yet? --state-dir "
+		    "names another state directory)\n", prog, db, strerror(errno));
 		rc = CADRE_ERR_NOT_FOUND;
 		goto out;
 	}
 	if ((rc = state_open(db, st)) != 0)
-		fprintf(stderr, "cadre report: %s: %s\n", db,
-		    cadre_strerror(rc));
+		fprintf(stderr, "%s: %s: %s\n", prog, db, cadre_strerror(rc));
 
  out:
 	free(db);
@@ -904,7 +1203,7 @@ load(struct state *st, const char *arg, struct report **out)
 static int
 run_report(const struct cli_command *cmd, int argc, char **argv)
 {
-	struct report_opts	 o = { FMT_MD, NULL, NULL, NULL };
+	struct report_opts	 o;
 	struct state		*st = NULL;
 	struct report		*r = NULL, *b = NULL;
 	struct report_match	*m = NULL;
@@ -912,6 +1211,8 @@ run_report(const struct cli_command *cmd, int argc, char **argv)
 	json_t			*root;
 	int			 first, ret = CLI_EXIT_FAIL;
 
+	memset(&o, 0, sizeof o);
+	o.format = FMT_MD;
 	if ((first = cli_parse(cmd, argc, argv, report_opt, &o)) < 0)
 		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	if (first >= argc) {
@@ -923,7 +1224,7 @@ run_report(const struct cli_command *cmd, int argc, char **argv)
 		    "too many); --compare EXP2 compares two", argv[first + 1]);
 		return CLI_EXIT_USAGE;
 	}
-	if (open_state(o.state_dir, &st) != 0)
+	if (cli_open_state("cadre report", o.state_dir, &st) != 0)
 		goto out;
 	if (load(st, argv[first], &r) != 0)
 		goto out;
@@ -934,13 +1235,23 @@ run_report(const struct cli_command *cmd, int argc, char **argv)
 	}
 	switch (o.format) {
 	case FMT_MD:
-		print_md(r, b, m, nm, stdout);
+		if (o.nat > 0) {
+			fprintf(stdout, "# Report: %s (%s) at equal training "
+			    "time\n", r->name, r->exp_id);
+			md_at(r, o.at, o.nat, stdout);
+		} else
+			print_md(r, b, m, nm, stdout);
 		break;
 	case FMT_CSV:
-		print_csv(r, stdout);
+		if (o.nat > 0)
+			print_csv_at(r, o.at, o.nat, stdout);
+		else
+			print_csv(r, stdout);
 		break;
 	case FMT_JSON:
 		root = report_json(r);
+		if (o.nat > 0)
+			json_object_set_new(root, "at", at_json(r, o.at, o.nat));
 		if (b != NULL)
 			json_object_set_new(root, "compare",
 			    compare_json(r, b, m, nm));
@@ -958,6 +1269,9 @@ run_report(const struct cli_command *cmd, int argc, char **argv)
 	/* The plot paths go to stderr when stdout carries csv or json. */
 	if (o.plot != NULL && plots(r, o.plot, o.format == FMT_MD ? stdout :
 	    stderr) != 0)
+		goto out;
+	if (o.plot != NULL && o.nat > 0 && plots_at(r, o.plot, o.format ==
+	    FMT_MD ? stdout : stderr) != 0)
 		goto out;
 	ret = CLI_EXIT_OK;
 
@@ -992,6 +1306,8 @@ static const struct cli_option report_options[] = {
 	    "json" },
 	{ "plot", 'p', "DIR", "Also write SVG plots into DIR" },
 	{ "compare", 'c', "EXP2", "Compare each configuration with EXP2's" },
+	{ "at", 'a', "TIMES", "The table at these training times (20m,40m): "
+	    "steps, samples, samples/s, eval accuracy of the timed checkpoints" },
 	{ "state-dir", 0, "DIR", "State directory (default: $CADRE_STATE_DIR, "
 	    "...)" },
 	{ NULL, 0, NULL, NULL }
@@ -1011,6 +1327,14 @@ const struct cli_command cli_cmd_report = {
 	    "DLPerf-style table per batch size and precision, every run, and the\n"
 	    "environment the runs recorded. Lines of metrics.jsonl that cannot be\n"
 	    "used are warnings on standard error (FILE:LINE).\n"
+	    "\n"
+	    "--at TIMES (20m or 20m,40m) prints instead the table at equal training time: per\n"
+	    "configuration, over its runs with a timed checkpoint at TIME (the trainer\n"
+	    "takes one every trainer.checkpoint_every of training), the checkpoint's\n"
+	    "step and samples, the run's samples/s and the checkpoint's eval accuracy\n"
+	    "and loss (eval.jsonl), median [min..max], and against the baseline; with\n"
+	    "--plot also accuracy_vs_time.svg and accuracy_vs_samples.svg. In json it\n"
+	    "is the report's \"at\" member.\n"
 	    "\n"
 	    "--plot DIR writes throughput-*.svg (against ranks, with the ideal line),\n"
 	    "efficiency.svg and loss.svg and prints their paths after the report.\n"

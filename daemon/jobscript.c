@@ -130,6 +130,10 @@ jobscript_from_run(const struct spec *s, const struct spec_run *r,
 		js->stage_src = spec_run_string(r, SPEC_K_DATA);
 		js->stage_dst = spec_run_string(r, SPEC_K_STAGE_TO);
 	}
+	js->spec = s;
+	js->eval_data = spec_run_string(r, SPEC_K_CKPT_EVAL_DATA);
+	js->eval_batch = spec_run_int(r, SPEC_K_CKPT_EVAL_BATCH);
+	js->eval_at = spec_run_list(r, SPEC_K_CKPT_EVAL_AT, &js->neval_at);
 }
 
 static int
@@ -372,6 +376,25 @@ expand(struct cbuf *b, enum jobscript_kind kind, const char *name,
 			free(pair);
 		}
 	}
+	else if (IS("EVAL_DATA")) {
+		char	*abs = js->eval_data == NULL ? xstrdup("") :
+		    js->spec != NULL ? spec_resolve_path(js->spec,
+		    js->eval_data) : xstrdup(js->eval_data);
+
+		cbuf_add_shell_word(b, abs);
+		free(abs);
+	} else if (IS("EVAL_BATCH"))
+		add_int_word(b, js->eval_batch > 0 ? js->eval_batch : 32);
+	else if (IS("EVAL_AT")) {
+		struct cbuf	at;
+		size_t		i;
+
+		cbuf_init(&at, SIZE_MAX);
+		for (i = 0; i < js->neval_at; i++)
+			cbuf_addf(&at, "%s%s", i > 0 ? "," : "", js->eval_at[i]);
+		cbuf_add_shell_word(b, at.data != NULL ? at.data : "");
+		cbuf_free(&at);
+	}
 	else if (IS("RUN_ID"))
 		cbuf_add_shell_word(b, j->run_id);
 	else if (IS("RUN_DIR"))
@@ -533,7 +556,7 @@ out:
 
 /* ---------------------------------------------------------------- train.json */
 
-#define TRAIN_JSON_KEYS		23	/* top-level members of contract C3 */
+#define TRAIN_JSON_KEYS		24	/* top-level members of contract C3 */
 #define TRAIN_JSON_OPT_KEYS	9	/* members of "optimizer" */
 
 /* A path of the spec as the trainer must read it, or JSON null when unset. */
@@ -631,6 +654,8 @@ jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
 	    SPEC_K_CHECKPOINT_EVERY));
 	set_int(o, "keep_checkpoints", spec_run_int(r,
 	    SPEC_K_KEEP_CHECKPOINTS));
+	json_object_set_new(o, "keep_timed", json_boolean(strcmp(
+	    spec_run_string(r, SPEC_K_KEEP_TIMED), "none") != 0));
 	set_int(o, "log_every", spec_run_int(r, SPEC_K_LOG_EVERY));
 	set_int(o, "seed", spec_run_int(r, SPEC_K_SEED));
 	set_int(o, "skip_steps", spec_run_int(r, SPEC_K_MEASURE_SKIP_STEPS));

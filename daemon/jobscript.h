@@ -11,7 +11,9 @@
  *
  * Templates hold @NAME@ placeholders (NAME in [A-Z_]): @DIRECTIVES@ and
  * @ENV@ alone on a line become lines; @WRAP@ becomes zero or more quoted
- * words, as does @STAGE@ (`--stage SRC:DST` for launch, or nothing); any
+ * words, as does @STAGE@ (`--stage SRC:DST` for launch, or nothing);
+ * @EVAL_DATA@ and @EVAL_AT@ ("1200,2400") are one word, empty when unset;
+ * any
  * other known NAME becomes one quoted word (@SELF_SIGNAL@: yes
  * when the script must send itself SIGUSR1 signal_grace before the time
  * limit, as under PBS and slurmrestd). An unknown @NAME@
@@ -60,6 +62,14 @@ struct jobscript {
 	 * every node first, and train.json's data is stage_dst; NULL: none */
 	const char		*stage_src;
 	const char		*stage_dst;
+	/* eval: after training, the head node runs `cadre-train eval
+	 * --run-dir` over the timed checkpoints (C9.4); eval_data NULL:
+	 * none. eval_at: decimal seconds. spec resolves a relative path. */
+	const struct spec	*spec;
+	const char		*eval_data;
+	int64_t			 eval_batch;
+	char *const		*eval_at;
+	size_t			 neval_at;
 };
 
 /* Whether s may be written into an #SBATCH or #PBS line as it is:

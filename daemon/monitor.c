@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "collect.h"
 #include "diag.h"
 #include "duration.h"
 #include "error.h"
@@ -474,6 +475,9 @@ struct mrun {
 	struct monitor_progress	 prog;
 	int			 m_tried;	/* read at least once */
 	int			 m_final;	/* read since the run ended */
+	/* metrics.jsonl when the checkpoints were last collected */
+	off_t			 c_size;
+	struct timespec		 c_mtime;
 };
 
 struct monitor {
@@ -1316,6 +1320,56 @@ read_progress(struct mrun *r)
 	free(buf);
 }
 
+/* The run's new timed checkpoints into the database: looked for when
+ * metrics.jsonl changed (a checkpoint event comes with each), or always
+ * (force) once an attempt ended, when eval.jsonl may be new too. */
+static void
+collect(struct monitor *m, struct mrun *r, int force)
+{
+	struct stat	 sb;
+	char		*path;
+	int		 added = 0, rc;
+
+	if (!force) {
+		xasprintf(&path, "%s/metrics.jsonl", r->run_dir);
+		rc = stat(path, &sb);
+		free(path);
+		if (rc != 0 || (sb.st_size == r->c_size &&
+		    sb.st_mtim.tv_sec == r->c_mtime.tv_sec &&
+		    sb.st_mtim.tv_nsec == r->c_mtime.tv_nsec))
+			return;
+		r->c_size = sb.st_size;
+		r->c_mtime = sb.st_mtim;
+	}
+	if ((rc = collect_run(m->st, r->id, r->run_dir, r->attempts,
+	    &added)) != 0)
+		log_warn("run %s: recording its checkpoints: %s", r->id,
+		    cadre_strerror(rc));
+	else if (added > 0)
+		event(m, r, "checkpoint", "%d timed checkpoint%s recorded",
+		    added, added == 1 ? "" : "s");
+}
+
+/* trainer.keep_timed: at, once the run is done and evaluated. */
+static void
+thin(struct monitor *m, struct mrun *r)
+{
+	char *const	*at;
+	size_t		 nat;
+	int		 removed = 0, rc;
+
+	if (strcmp(spec_run_string(r->r, SPEC_K_KEEP_TIMED), "at") != 0)
+		return;
+	at = spec_run_list(r->r, SPEC_K_CKPT_EVAL_AT, &nat);
+	if ((rc = collect_thin(m->st, r->id, r->run_dir, at, nat,
+	    &removed)) != 0)
+		log_warn("run %s: thinning its checkpoints: %s", r->id,
+		    cadre_strerror(rc));
+	else if (removed > 0)
+		event(m, r, "checkpoint", "%d timed checkpoint%s not at eval.at "
+		    "removed (keep_timed: at)", removed, removed == 1 ? "" : "s");
+}
+
 /* status.json's reason and message: 0, or CADRE_ERR_NOT_FOUND. */
 static int
 read_status(struct mrun *r, char **reason, char **message)
@@ -1397,6 +1451,7 @@ end_attempt(struct monitor *m, struct mrun *r, const struct sched_status *ss,
 
 	have_status = read_status(r, &sreason, &smsg) == 0;
 	read_progress(r);
+	collect(m, r, 1);
 	memset(&e, 0, sizeof e);
 	e.reason = monitor_end_reason(ss->state, have_status ? sreason : NULL);
 	if (strcmp(e.reason, "lost") == 0)
@@ -1417,6 +1472,7 @@ end_attempt(struct monitor *m, struct mrun *r, const struct sched_status *ss,
 	switch (v) {
 	case MONITOR_DONE:
 		(void)set_state(m, r, RUN_DONE, "");
+		thin(m, r);
 		break;
 	case MONITOR_CANCELLED:
 		(void)set_state(m, r, RUN_CANCELLED, why);
@@ -1459,6 +1515,7 @@ apply_status(struct monitor *m, struct mrun *r, const struct sched_status *ss,
 	case SCHED_RUNNING:
 		(void)set_state(m, r, RUN_RUNNING, "");
 		r->unknown_polls = 0;
+		collect(m, r, 0);
 		return;
 	case SCHED_UNKNOWN:
 		/* forgotten (MinJobAge): status.json decides; without one,
@@ -1637,6 +1694,70 @@ resolve(struct monitor *m, const char *target, struct mexp **e,
 	    "'%.64s' (cadre status lists them)", target);
 }
 
+static int
+ckpt_to_json(void *ctx, const struct state_checkpoint *c)
+{
+	json_t	*o = json_pack("{s:I, s:f, s:f, s:I, s:s, s:I, s:b}",
+	    "step", (json_int_t)c->step, "due_s", c->due_s,
+	    "elapsed_s", c->elapsed_s, "samples", (json_int_t)c->samples,
+	    "path", c->path, "attempt", (json_int_t)c->attempt,
+	    "removed", c->removed);
+
+	if (o == NULL)
+		return 0;
+	json_object_set_new(o, "eval_loss", c->evaluated ?
+	    json_real(c->eval_loss) : json_null());
+	json_object_set_new(o, "eval_accuracy", c->evaluated ?
+	    json_real(c->eval_accuracy) : json_null());
+	json_object_set_new(o, "eval_error", c->eval_error != NULL ?
+	    json_string(c->eval_error) : json_null());
+	json_array_append_new(ctx, o);
+	return 0;
+}
+
+static int
+ckpt_to_row(void *ctx, const struct state_checkpoint *c)
+{
+	char	due[32], el[32], loss[32], acc[32];
+
+	duration_format((int64_t)llround(c->due_s), due, sizeof due);
+	snprintf(el, sizeof el, "%.1fs", c->elapsed_s);
+	if (c->evaluated) {
+		snprintf(loss, sizeof loss, "%.4f", c->eval_loss);
+		snprintf(acc, sizeof acc, "%.4f", c->eval_accuracy);
+	} else {
+		snprintf(loss, sizeof loss, "-");
+		snprintf(acc, sizeof acc, c->eval_error != NULL ? "error" : "-");
+	}
+	(void)cbuf_addf(ctx, "  %-8s  %8lld  %10s  %10lld  %3lld  %9s  %8s  %s%s\n",
+	    due, (long long)c->step, el, (long long)c->samples,
+	    (long long)c->attempt, loss, acc, c->path,
+	    c->removed ? " (removed)" : "");
+	return 0;
+}
+
+/* `cadre status RUN`: the run's timed checkpoints under its table. */
+static void
+ckpt_table(struct monitor *m, struct mrun *r, struct cbuf *b)
+{
+	struct cbuf	rows;
+
+	cbuf_init(&rows, PROTO_TABLE_MAX);
+	(void)state_list_checkpoints(m->st, r->id, ckpt_to_row, &rows);
+	if (rows.len == 0) {
+		(void)cbuf_adds(b, "no timed checkpoints recorded yet (every "
+		    "trainer.checkpoint_every of training)\n");
+	} else {
+		(void)cbuf_addf(b, "timed checkpoints (cadre export %s --at "
+		    "TIME DIR copies one):\n", r->id);
+		(void)cbuf_addf(b, "  %-8s  %8s  %10s  %10s  %3s  %9s  %8s  %s\n",
+		    "AT", "STEP", "TRAINED", "SAMPLES", "ATT", "EVAL LOSS",
+		    "EVAL ACC", "PATH");
+		(void)cbuf_adds(b, rows.data);
+	}
+	cbuf_free(&rows);
+}
+
 int
 monitor_status(struct monitor *m, const char *target, json_t **out,
     char *err, size_t errlen)
@@ -1661,6 +1782,13 @@ monitor_status(struct monitor *m, const char *target, json_t **out,
 		if ((e == NULL && r == NULL) || m->runs[i]->exp == e ||
 		    m->runs[i] == r)
 			json_array_append_new(runs, run_json(m, m->runs[i]));
+	}
+	/* one run: its timed checkpoints too (a query: not for every run) */
+	if (r != NULL && json_array_size(runs) == 1) {
+		json_t	*cks = json_array();
+
+		(void)state_list_checkpoints(m->st, r->id, ckpt_to_json, cks);
+		json_object_set_new(json_array_get(runs, 0), "checkpoints", cks);
 	}
 	o = json_pack("{s:o, s:o}", "experiments", exps, "runs", runs);
 	json_object_set_new(o, "unreachable_since", m->unreachable_since > 0 ?
@@ -1738,8 +1866,10 @@ monitor_status_table(struct monitor *m, const char *target, char **out,
 	for (i = 0; i < m->nexps; i++) {
 		if ((e == NULL && r == NULL) || m->exps[i] == e)
 			exp_table(m, m->exps[i], NULL, &b);
-		else if (r != NULL && r->exp == m->exps[i])
+		else if (r != NULL && r->exp == m->exps[i]) {
 			exp_table(m, m->exps[i], r, &b);
+			ckpt_table(m, r, &b);
+		}
 	}
 	(void)cbuf_adds(&b, "");
 	*out = cbuf_detach(&b, NULL);

@@ -18,6 +18,7 @@
 /* report.baseline is only reachable through the spec's internals. */
 #define SPEC_INTERNAL
 #include "buf.h"
+#include "collect.h"
 #include "error.h"
 #include "json.h"
 #include "report.h"
@@ -49,6 +50,7 @@ metrics_free(struct metrics *m)
 	free(m->sps);
 	free(m->loss_step);
 	free(m->loss);
+	free(m->marks);
 	json_decref(m->env);
 	memset(m, 0, sizeof *m);
 }
@@ -199,6 +201,39 @@ parse_step(struct metrics *m, const json_t *o, char *msg, size_t msglen)
 	return 0;
 }
 
+/* A checkpoint event with due_s: a timed one (contract C9). */
+static int
+parse_mark(struct metrics *m, const json_t *o, char *msg, size_t msglen)
+{
+	struct report_mark	 k;
+	size_t			 i;
+
+	if (need_number(o, "checkpoint", "due_s", &k.due_s, msg, msglen) != 0 ||
+	    need_int(o, "checkpoint", "step", &k.step, msg, msglen) != 0 ||
+	    need_int(o, "checkpoint", "samples", &k.samples, msg, msglen) != 0 ||
+	    need_number(o, "checkpoint", "elapsed_s", &k.elapsed_s, msg,
+	    msglen) != 0)
+		return CADRE_ERR_INVALID;
+	if (!(k.due_s > 0)) {
+		snprintf(msg, msglen, "checkpoint: \"due_s\" is not > 0");
+		return CADRE_ERR_INVALID;
+	}
+	k.loss = k.accuracy = NAN;
+	for (i = 0; i < m->nmarks && fabs(m->marks[i].due_s - k.due_s) >= 0.5;
+	    i++)
+		;
+	if (i == m->nmarks) {
+		if (m->nmarks == m->capmarks) {
+			m->capmarks = m->capmarks ? 2 * m->capmarks : 8;
+			m->marks = xreallocarray(m->marks, m->capmarks,
+			    sizeof *m->marks);
+		}
+		m->nmarks++;
+	}
+	m->marks[i] = k;
+	return 0;
+}
+
 int
 metrics_parse_line(struct metrics *m, const char *line, size_t len,
     char *msg, size_t msglen)
@@ -250,6 +285,10 @@ metrics_parse_line(struct metrics *m, const char *line, size_t len,
 			goto out;
 		m->eval_loss = loss;
 		m->eval_accuracy = acc;
+	} else if (strcmp(ev, "checkpoint") == 0 &&
+	    json_object_get(o, "due_s") != NULL) {
+		if (parse_mark(m, o, msg, msglen) != 0)
+			goto out;
 	} else if (strcmp(ev, "error") == 0) {
 		if (cjson_get_string(o, "kind", &kind) == 0 &&
 		    strcmp(kind, "oom") == 0)
@@ -345,6 +384,50 @@ metrics_load(struct metrics *m, const char *path, struct diags *d)
 	cbuf_free(&line);
 	close(fd);
 	return rc;
+}
+
+int
+metrics_load_eval(struct metrics *m, const char *path, struct diags *d)
+{
+	FILE	*fp;
+	char	*text, *line, *nl, *error, msg[512];
+	size_t	 len, lineno = 0, i;
+	int64_t	 step;
+	double	 loss, acc;
+
+	if ((fp = fopen(path, "re")) == NULL)
+		return errno == ENOENT ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
+	text = xmalloc(COLLECT_EVAL_MAX + 1);
+	len = fread(text, 1, COLLECT_EVAL_MAX + 1, fp);
+	fclose(fp);
+	if (len > COLLECT_EVAL_MAX) {
+		diag_warning(d, path, 0, 0, "over %zu bytes: not read",
+		    COLLECT_EVAL_MAX);
+		free(text);
+		return 0;
+	}
+	text[len] = '\0';
+	for (line = text; line < text + len; line = nl + 1) {
+		lineno++;
+		if ((nl = memchr(line, '\n', (size_t)(text + len - line))) == NULL)
+			break;	/* being written */
+		if (nl == line)
+			continue;
+		if (collect_parse_eval(line, (size_t)(nl - line), &step, &loss,
+		    &acc, &error, msg, sizeof msg) != 0) {
+			diag_warning(d, path, (unsigned)lineno, 0, "%s", msg);
+			continue;
+		}
+		for (i = 0; i < m->nmarks && error == NULL; i++) {
+			if (m->marks[i].step == step) {
+				m->marks[i].loss = loss;
+				m->marks[i].accuracy = acc;
+			}
+		}
+		free(error);
+	}
+	free(text);
+	return 0;
 }
 
 static int
@@ -604,6 +687,12 @@ report_add_run(struct report *r, const struct state_run *sr)
 		    strerror(errno));
 	free(path);
 	rr->throughput = metrics_throughput(&rr->m);
+	xasprintf(&path, "%s/eval.jsonl", sr->run_dir);
+	if (rr->m.nmarks > 0 && (rc = metrics_load_eval(&rr->m, path,
+	    &r->warnings)) != 0 && rc != CADRE_ERR_NOT_FOUND)
+		diag_warning(&r->warnings, path, 0, 0, "cannot read: %s",
+		    strerror(errno));
+	free(path);
 
 	sreason = status_reason(r, sr->run_dir, &rr->stage_seconds);
 	if (sr->reason != NULL && *sr->reason != '\0')
@@ -1396,4 +1485,128 @@ report_json(const struct report *r)
 	}
 	json_object_set_new(root, "warnings", a);
 	return root;
+}
+
+/* ------------------------------------------------------------ at a time */
+
+static void
+spread(const double *v, size_t n, struct report_spread *out)
+{
+	size_t	i;
+
+	out->n = n;
+	out->median = report_median(v, n);
+	out->min = out->max = NAN;
+	for (i = 0; i < n; i++) {
+		if (i == 0 || v[i] < out->min)
+			out->min = v[i];
+		if (i == 0 || v[i] > out->max)
+			out->max = v[i];
+	}
+}
+
+static const struct report_mark *
+mark_at(const struct metrics *m, double seconds)
+{
+	size_t	i;
+
+	for (i = 0; i < m->nmarks; i++) {
+		if (fabs(m->marks[i].due_s - seconds) < 0.5)
+			return &m->marks[i];
+	}
+	return NULL;
+}
+
+static double
+ratio_of(double a, double b)
+{
+	return isnan(a) || !(b > 0) ? NAN : a / b;
+}
+
+void
+report_at(const struct report *r, double seconds, struct report_at_row **rows,
+    size_t *n)
+{
+	struct report_at_row		*t;
+	const struct report_mark	*k;
+	double				*v[5];
+	size_t				 ci, i, j, nv[5];
+
+	t = xcalloc(r->nconfigs > 0 ? r->nconfigs : 1, sizeof *t);
+	for (j = 0; j < 5; j++)
+		v[j] = xcalloc(r->nruns + 1, sizeof *v[j]);
+	for (ci = 0; ci < r->nconfigs; ci++) {
+		t[ci].config = ci;
+		memset(nv, 0, sizeof nv);
+		for (i = 0; i < r->nruns; i++) {
+			if (r->runs[i].config != ci)
+				continue;
+			t[ci].nruns++;
+			if ((k = mark_at(&r->runs[i].m, seconds)) == NULL)
+				continue;
+			t[ci].nmark++;
+			v[0][nv[0]++] = (double)k->step;
+			v[1][nv[1]++] = (double)k->samples;
+			if (!isnan(r->runs[i].throughput))
+				v[2][nv[2]++] = r->runs[i].throughput;
+			if (!isnan(k->accuracy)) {
+				v[3][nv[3]++] = k->accuracy;
+				v[4][nv[4]++] = k->loss;
+			}
+		}
+		spread(v[0], nv[0], &t[ci].steps);
+		spread(v[1], nv[1], &t[ci].samples);
+		spread(v[2], nv[2], &t[ci].sps);
+		spread(v[3], nv[3], &t[ci].accuracy);
+		spread(v[4], nv[4], &t[ci].loss);
+	}
+	for (ci = 0; ci < r->nconfigs; ci++) {
+		const struct report_at_row *b = r->configs[ci].baseline <
+		    r->nconfigs ? &t[r->configs[ci].baseline] : NULL;
+
+		t[ci].vs_steps = t[ci].vs_samples = t[ci].vs_sps = NAN;
+		t[ci].vs_accuracy = NAN;
+		if (b == NULL)
+			continue;
+		t[ci].vs_steps = ratio_of(t[ci].steps.median, b->steps.median);
+		t[ci].vs_samples = ratio_of(t[ci].samples.median,
+		    b->samples.median);
+		t[ci].vs_sps = ratio_of(t[ci].sps.median, b->sps.median);
+		if (!isnan(t[ci].accuracy.median) && !isnan(b->accuracy.median))
+			t[ci].vs_accuracy = t[ci].accuracy.median -
+			    b->accuracy.median;
+	}
+	for (j = 0; j < 5; j++)
+		free(v[j]);
+	*rows = t;
+	*n = r->nconfigs;
+}
+
+size_t
+report_marks(const struct report *r, size_t ci, double **out)
+{
+	double	*d = NULL;
+	size_t	 n = 0, cap = 0, i, j, k;
+
+	for (i = 0; i < r->nruns; i++) {
+		if (r->runs[i].config != ci)
+			continue;
+		for (j = 0; j < r->runs[i].m.nmarks; j++) {
+			double	due = r->runs[i].m.marks[j].due_s;
+
+			for (k = 0; k < n && fabs(d[k] - due) >= 0.5; k++)
+				;
+			if (k < n)
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 8;
+				d = xreallocarray(d, cap, sizeof *d);
+			}
+			d[n++] = due;
+		}
+	}
+	if (n > 0)
+		qsort(d, n, sizeof *d, cmp_double);
+	*out = d;
+	return n;
 }

@@ -28,6 +28,16 @@
 #define REPORT_POINTS_MAX	((size_t)20000)	/* loss points kept per run */
 #define REPORT_STATUS_MAX	((size_t)1 << 16)	/* bytes of status.json */
 
+/* A timed checkpoint (contract C9): its metrics event with due_s, and
+ * the figures of its eval.jsonl line. */
+struct report_mark {
+	double	 due_s;
+	int64_t	 step;
+	int64_t	 samples;
+	double	 elapsed_s;
+	double	 loss, accuracy;	/* NAN: not evaluated */
+};
+
 /* What one metrics.jsonl says. Doubles are NAN when there is no value. */
 struct metrics {
 	int64_t	 skip_steps;	/* step lines up to this one are warm-up */
@@ -48,6 +58,8 @@ struct metrics {
 	int	 oom;		/* an error event of kind "oom" */
 	int	 complete;	/* the last summary said complete */
 	json_t	*env;		/* start and summary.env members, last wins */
+	struct report_mark *marks;	/* by due_s; the last event of a mark wins */
+	size_t	 nmarks, capmarks;
 };
 
 void metrics_init(struct metrics *m, int64_t skip_steps);
@@ -173,6 +185,39 @@ int report_find_experiment(struct state *st, const char *arg, char **id,
 /* report_new() + report_add_run() per run + report_finish(). */
 int report_load(struct state *st, const char *exp_id, struct diags *d,
     struct report **out);
+
+/*
+ * Reads a run's eval.jsonl (`cadre-train eval --run-dir`, bounded like
+ * cadred reads it) into the figures of m's marks, by step. Bad lines are
+ * warnings "PATH:LINE: ..." in d. CADRE_ERR_NOT_FOUND: no file.
+ */
+int metrics_load_eval(struct metrics *m, const char *path, struct diags *d);
+
+/* A figure over the repeats. NAN when no run has one. */
+struct report_spread {
+	double	median, min, max;
+	size_t	n;
+};
+
+/* One configuration at a training time (cadre report --at). */
+struct report_at_row {
+	size_t			config;		/* index in report.configs */
+	size_t			nruns;		/* its runs */
+	size_t			nmark;		/* of them with a checkpoint at the time */
+	struct report_spread	steps, samples, sps, accuracy, loss;
+	/* against the configuration's baseline (NAN: none, or no figure):
+	 * medians' ratios, and the accuracies' difference */
+	double			vs_steps, vs_samples, vs_sps, vs_accuracy;
+};
+
+/* The table at seconds of training time, a row per configuration (every
+ * run that has a timed checkpoint due then counts, whatever its state):
+ * *rows (caller frees), *n = r->nconfigs. */
+void report_at(const struct report *r, double seconds,
+    struct report_at_row **rows, size_t *n);
+/* The marks any run of configuration ci has, ascending: *out (caller
+ * frees). */
+size_t report_marks(const struct report *r, size_t ci, double **out);
 
 /* One configuration present in two reports (matched by its values). */
 struct report_match {

@@ -72,6 +72,24 @@ static const char schema_v1[] =
     "CREATE INDEX events_run ON events(run, id);"
     "PRAGMA user_version = 1;";
 
+/* Version 2: the timed checkpoints (contract C9). */
+static const char schema_v2[] =
+    "CREATE TABLE checkpoints ("
+    " run TEXT NOT NULL REFERENCES runs(id),"
+    " step INTEGER NOT NULL CHECK (step >= 0),"
+    " due_s REAL NOT NULL,"
+    " elapsed_s REAL NOT NULL,"
+    " samples INTEGER NOT NULL,"
+    " path TEXT NOT NULL,"
+    " attempt INTEGER NOT NULL,"
+    " recorded REAL NOT NULL,"
+    " eval_loss REAL,"
+    " eval_accuracy REAL,"
+    " eval_error TEXT,"
+    " removed INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (run, step));"
+    "PRAGMA user_version = 2;";
+
 const char *
 run_state_name(enum run_state s)
 {
@@ -223,6 +241,8 @@ migrate(struct state *st)
 		goto fail;
 	}
 	if (v == 0 && (r = exec_sql(st, schema_v1, "create schema")) != 0)
+		goto fail;
+	if (v < 2 && (r = exec_sql(st, schema_v2, "schema version 2")) != 0)
 		goto fail;
 	return exec_sql(st, "COMMIT", "commit");
 fail:
@@ -753,6 +773,117 @@ state_list_events(struct state *st, const char *run, int64_t after,
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = db_err(st, rc, "list events");
+	sqlite3_finalize(stmt);
+	return r;
+}
+
+int
+state_add_checkpoint(struct state *st, const char *run_id,
+    const struct state_checkpoint *c, int *inserted)
+{
+	sqlite3_stmt	*stmt;
+	int		 r, changes = 0;
+
+	if ((r = prep(st, &stmt, "INSERT OR IGNORE INTO checkpoints (run, step, "
+	    "due_s, elapsed_s, samples, path, attempt, recorded) "
+	    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")) != 0)
+		return r;
+	bind_text(stmt, 1, run_id);
+	sqlite3_bind_int64(stmt, 2, c->step);
+	sqlite3_bind_double(stmt, 3, c->due_s);
+	sqlite3_bind_double(stmt, 4, c->elapsed_s);
+	sqlite3_bind_int64(stmt, 5, c->samples);
+	bind_text(stmt, 6, c->path);
+	sqlite3_bind_int64(stmt, 7, c->attempt);
+	sqlite3_bind_double(stmt, 8, now());
+	r = step_done(st, stmt, "add checkpoint", &changes);
+	sqlite3_finalize(stmt);
+	if (inserted != NULL)
+		*inserted = r == 0 && changes > 0;
+	return r;
+}
+
+int
+state_set_checkpoint_eval(struct state *st, const char *run_id, int64_t step,
+    double loss, double accuracy, const char *error)
+{
+	sqlite3_stmt	*stmt;
+	int		 r, changes = 0;
+
+	if ((r = prep(st, &stmt, "UPDATE checkpoints SET eval_loss = ?, "
+	    "eval_accuracy = ?, eval_error = ? WHERE run = ? AND step = ?")) != 0)
+		return r;
+	if (error == NULL) {
+		sqlite3_bind_double(stmt, 1, loss);
+		sqlite3_bind_double(stmt, 2, accuracy);
+	} else {
+		sqlite3_bind_null(stmt, 1);
+		sqlite3_bind_null(stmt, 2);
+	}
+	bind_text(stmt, 3, error);
+	bind_text(stmt, 4, run_id);
+	sqlite3_bind_int64(stmt, 5, step);
+	r = step_done(st, stmt, "set checkpoint eval", &changes);
+	sqlite3_finalize(stmt);
+	if (r == 0 && changes == 0)
+		r = CADRE_ERR_NOT_FOUND;
+	return r;
+}
+
+int
+state_set_checkpoint_removed(struct state *st, const char *run_id,
+    int64_t step)
+{
+	sqlite3_stmt	*stmt;
+	int		 r, changes = 0;
+
+	if ((r = prep(st, &stmt, "UPDATE checkpoints SET removed = 1 "
+	    "WHERE run = ? AND step = ?")) != 0)
+		return r;
+	bind_text(stmt, 1, run_id);
+	sqlite3_bind_int64(stmt, 2, step);
+	r = step_done(st, stmt, "set checkpoint removed", &changes);
+	sqlite3_finalize(stmt);
+	if (r == 0 && changes == 0)
+		r = CADRE_ERR_NOT_FOUND;
+	return r;
+}
+
+int
+state_list_checkpoints(struct state *st, const char *run_id,
+    int (*fn)(void *ctx, const struct state_checkpoint *c), void *ctx)
+{
+	sqlite3_stmt		*stmt;
+	struct state_checkpoint	 c;
+	int			 r, rc;
+
+	if ((r = prep(st, &stmt, "SELECT step, due_s, elapsed_s, samples, path, "
+	    "attempt, recorded, eval_loss, eval_accuracy, eval_error, removed "
+	    "FROM checkpoints WHERE run = ? ORDER BY step")) != 0)
+		return r;
+	bind_text(stmt, 1, run_id);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		memset(&c, 0, sizeof c);
+		c.step = sqlite3_column_int64(stmt, 0);
+		c.due_s = sqlite3_column_double(stmt, 1);
+		c.elapsed_s = sqlite3_column_double(stmt, 2);
+		c.samples = sqlite3_column_int64(stmt, 3);
+		c.path = col_text(stmt, 4);
+		c.attempt = sqlite3_column_int64(stmt, 5);
+		c.recorded = sqlite3_column_double(stmt, 6);
+		c.evaluated = sqlite3_column_type(stmt, 7) != SQLITE_NULL;
+		c.eval_loss = sqlite3_column_double(stmt, 7);
+		c.eval_accuracy = sqlite3_column_double(stmt, 8);
+		c.eval_error = col_text(stmt, 9);
+		c.removed = sqlite3_column_int(stmt, 10) != 0;
+		r = fn(ctx, &c);
+		free(c.path);
+		free(c.eval_error);
+		if (r != 0)
+			break;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = db_err(st, rc, "list checkpoints");
 	sqlite3_finalize(stmt);
 	return r;
 }

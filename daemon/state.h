@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STATE_SCHEMA_VERSION	1	/* PRAGMA user_version */
+#define STATE_SCHEMA_VERSION	2	/* PRAGMA user_version */
 #define STATE_ID_MAX		64	/* bytes of an experiment or run id */
 
 /* A run's life, as cadre status shows it. */
@@ -129,6 +129,38 @@ int state_set_attempt_state(struct state *st, const char *run_id, int64_t n,
 int state_get_attempt(struct state *st, const char *run_id, int64_t n,
     struct state_attempt *out);		/* CADRE_ERR_NOT_FOUND */
 void state_attempt_free(struct state_attempt *a);
+
+/*
+ * A timed checkpoint of a run (contract C9): written by the trainer at
+ * training time due_s (a multiple of checkpoint_every), recorded once its
+ * files matched meta.json's checksums; eval figures once `cadre-train
+ * eval --run-dir` wrote its eval.jsonl line.
+ */
+struct state_checkpoint {
+	int64_t	 step;
+	double	 due_s;
+	double	 elapsed_s;	/* training time when it was taken */
+	int64_t	 samples;
+	char	*path;		/* relative to the run dir: checkpoints/step-N */
+	int64_t	 attempt;	/* the attempt that wrote it */
+	double	 recorded;	/* Unix time */
+	int	 evaluated;	/* eval_loss and eval_accuracy hold figures */
+	double	 eval_loss, eval_accuracy;
+	char	*eval_error;	/* NULL: none */
+	int	 removed;	/* thinned away after the run (keep_timed) */
+};
+
+/* Inserts c for run_id unless (run, step) is there: *inserted says. */
+int state_add_checkpoint(struct state *st, const char *run_id,
+    const struct state_checkpoint *c, int *inserted);
+/* error NULL: the figures; else the error and no figures. */
+int state_set_checkpoint_eval(struct state *st, const char *run_id,
+    int64_t step, double loss, double accuracy, const char *error);
+int state_set_checkpoint_removed(struct state *st, const char *run_id,
+    int64_t step);
+/* Calls fn for each checkpoint of run_id by step; non-zero from fn stops. */
+int state_list_checkpoints(struct state *st, const char *run_id,
+    int (*fn)(void *ctx, const struct state_checkpoint *c), void *ctx);
 
 /* experiment and run may be NULL. */
 int state_add_event(struct state *st, const char *experiment,

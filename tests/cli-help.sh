@@ -32,7 +32,8 @@ run() {
 	rc=$?
 }
 
-# Operands that make CMD succeed, so that only its options are on trial.
+# Operands that make CMD succeed, so that only its options are on trial
+# (OPTION: the one on trial; export needs --at or --step besides).
 # Commands that need cadred or a recorded experiment cannot succeed here:
 # for them the test checks that the parser takes each option (no usage
 # error), in an empty state dir with no daemon.
@@ -41,6 +42,11 @@ operands() {
 	validate|plan) echo "$spec" ;;
 	submit|run) echo "$spec" ;;
 	status|keys) ;;
+	export)
+		case ${2:-} in
+		at|step) echo "nosuchrun $tmp/export" ;;
+		*) echo "--step 1 nosuchrun $tmp/export" ;;
+		esac ;;
 	*) echo nosuchexp ;;
 	esac
 }
@@ -58,6 +64,7 @@ sample() {
 	DIR) echo "$tmp/dir" ;;
 	FILE) echo "$tmp/none.conf" ;;
 	FMT) echo md ;;
+	TIME|TIMES) echo 20m ;;
 	*) echo sample ;;
 	esac
 }
@@ -132,11 +139,11 @@ for cmd in $(cat "$tmp/defined"); do
 		[ "$long" = help ] && continue
 		val=$(sample "$arg")
 		# shellcheck disable=SC2046
-		run "$cmd" "--$long" $val $(operands "$cmd")
+		run "$cmd" "--$long" $val $(operands "$cmd" "$long")
 		option_ok "$cmd" "--$long" $val
 		if [ "$short" != - ]; then
 			# shellcheck disable=SC2046
-			run "$cmd" "-$short" $val $(operands "$cmd")
+			run "$cmd" "-$short" $val $(operands "$cmd" "$long")
 			option_ok "$cmd" "-$short" $val
 		fi
 	done <"$tmp/options"

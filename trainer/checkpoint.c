@@ -90,39 +90,6 @@ remove_dir(const char *dir)
 		log_warn("%s: %s", dir, strerror(errno));
 }
 
-static int
-sha256_file(const char *path, char hex[65], uint64_t *bytes)
-{
-	struct sha256_ctx	 c;
-	uint8_t			 dg[SHA256_DIGEST_LEN];
-	char			*buf;
-	ssize_t			 n;
-	int			 fd, error = 0;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return CADRE_ERR_SYSTEM;
-	buf = xmalloc(4 << 20);
-	sha256_init(&c);
-	*bytes = 0;
-	while ((n = read(fd, buf, 4 << 20)) != 0) {
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			error = CADRE_ERR_SYSTEM;
-			break;
-		}
-		sha256_update(&c, buf, (size_t)n);
-		*bytes += (uint64_t)n;
-	}
-	free(buf);
-	close(fd);
-	if (error == 0) {
-		sha256_final(&c, dg);
-		sha256_hex(dg, SHA256_DIGEST_LEN, hex);
-	}
-	return error;
-}
-
 /*
  * Checksums without reading the files back. model.safetensors and
  * trainer_state.safetensors are 8 bytes of header length, the header, then
@@ -490,10 +457,31 @@ state_add(struct st_writer *w, struct hash_job *j, const char *name,
 	j->npc++;
 }
 
+/* Whether CDIR/step-N/meta.json says the checkpoint is a timed one. Our
+ * own file, written whole before the rename: a bounded read and a search
+ * for the member write_checkpoint() puts on a line of its own. */
+static int
+timed_checkpoint(const char *cdir, int64_t step)
+{
+	char	*path, buf[CKPT_META_MAX + 1];
+	size_t	 n = 0;
+	FILE	*fp;
+
+	xasprintf(&path, "%s/step-%" PRId64 "/meta.json", cdir, step);
+	if ((fp = fopen(path, "re")) != NULL) {
+		n = fread(buf, 1, CKPT_META_MAX, fp);
+		fclose(fp);
+	}
+	free(path);
+	buf[n] = '\0';
+	return strstr(buf, "\n  \"due_s\": ") != NULL;
+}
+
 /* Once latest names the new checkpoint: the one it replaced (set aside as
- * .old-step-N) and those beyond the newest keep go. */
+ * .old-step-N) and those beyond the newest keep go, but for the timed
+ * ones with keep_timed. */
 static void
-prune(const char *out, int keep, int64_t step)
+prune(const char *out, int keep, int keep_timed, int64_t step)
 {
 	char	*cdir, *path;
 	int64_t	*steps;
@@ -505,7 +493,8 @@ prune(const char *out, int keep, int64_t step)
 	free(path);
 	n = list_steps(cdir, &steps);
 	for (i = 0; i < n; i++) {
-		if ((int)i < keep || steps[i] == step)
+		if ((int)i < keep || steps[i] == step ||
+		    (keep_timed && timed_checkpoint(cdir, steps[i])))
 			continue;
 		xasprintf(&path, "%s/step-%" PRId64, cdir, steps[i]);
 		remove_dir(path);
@@ -620,9 +609,13 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	cbuf_addf(&meta, "{\n  \"version\": %d,\n  \"step\": %" PRId64 ",\n"
 	    "  \"time\": %.3f,\n  \"elapsed_s\": %.17g,\n  \"samples\": %" PRId64 ",\n"
 	    "  \"data\": {\"epoch\": %" PRIu64 ", \"consumed\": %" PRIu64 "},\n"
-	    "  \"seed\": %" PRIu64 ",\n  \"parameters\": %zu,\n  \"files\": {\n",
+	    "  \"seed\": %" PRIu64 ",\n  \"parameters\": %zu,\n",
 	    CKPT_VERSION, st->step, st->wall_time, st->elapsed_s, st->samples,
 	    st->epoch, st->consumed, st->seed, m->nparams);
+	/* only a timed one has it: cadred records those (contract C9) */
+	if (st->due_s > 0)
+		cbuf_addf(&meta, "  \"due_s\": %.17g,\n", st->due_s);
+	cbuf_adds(&meta, "  \"files\": {\n");
 	for (i = 0; i < 3; i++)
 		cbuf_addf(&meta, "    \"%s\": \"%s\"%s\n", ckpt_files[i], sums[i],
 		    i < 2 ? "," : "");
@@ -689,7 +682,7 @@ ckpt_write(const char *out, int keep, const struct bert_model *m,
 
 	if ((error = write_checkpoint(out, m, params, mom1, mom2, st, NULL, bytes,
 	    err, errlen)) == 0)
-		prune(out, keep, st->step);
+		prune(out, keep, 0, st->step);
 	return error;
 }
 
@@ -698,6 +691,7 @@ ckpt_write(const char *out, int keep, const struct bert_model *m,
 struct ckpt_writer {
 	char			*out;
 	int			 keep;
+	int			 keep_timed;
 	pthread_t		 thread;
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;
@@ -738,7 +732,7 @@ writer_main(void *arg)
 		 * still waits for it. */
 		r.write_ms = mono_ms() - t0;
 		if (r.error == 0)
-			prune(w->out, w->keep, w->st.step);
+			prune(w->out, w->keep, w->keep_timed, w->st.step);
 
 		pthread_mutex_lock(&w->mu);
 		w->res = r;
@@ -789,6 +783,14 @@ ckpt_writer_new(const char *out, int keep, size_t nparams,
 	return 0;
 }
 
+void
+ckpt_writer_keep_timed(struct ckpt_writer *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->keep_timed = 1;
+	pthread_mutex_unlock(&w->mu);
+}
+
 int
 ckpt_collect(struct ckpt_writer *w, int wait, struct ckpt_result *r)
 {
@@ -835,6 +837,7 @@ ckpt_submit(struct ckpt_writer *w, const struct bert_model *m,
 	w->res.step = st->step;
 	w->res.elapsed_s = st->elapsed_s;
 	w->res.samples = st->samples;
+	w->res.due_s = st->due_s;
 	snprintf(w->res.reason, sizeof w->res.reason, "%s", reason);
 	*stall_ms = mono_ms() - t0;
 	w->res.stall_ms = *stall_ms;
@@ -942,6 +945,11 @@ ckpt_meta_parse(const char *text, size_t len, const char *name,
 	st->samples = (int64_t)(u > INT64_MAX ? INT64_MAX : u);
 	if ((error = meta_num(root, "elapsed_s", &st->elapsed_s, name, err, errlen)) != 0 ||
 	    (error = meta_num(root, "time", &st->wall_time, name, err, errlen)) != 0)
+		goto out;
+	/* a timed checkpoint's mark; older files have none */
+	st->due_s = 0;
+	if (tj_get(root, "due_s") != NULL &&
+	    (error = meta_num(root, "due_s", &st->due_s, name, err, errlen)) != 0)
 		goto out;
 	error = CADRE_ERR_INVALID;
 	if ((data = tj_get(root, "data")) == NULL || data->type != TJ_OBJECT) {

@@ -29,6 +29,9 @@ struct ckpt_state {
 	uint64_t	seed;
 	float		loss_scale;	/* 1 in fp32 */
 	double		wall_time;	/* UNIX time it was taken */
+	/* The timed mark it stands for: a multiple of checkpoint_every of
+	 * elapsed_s (contract C9); 0: none. Only in meta.json. */
+	double		due_s;
 };
 
 /* What a finished write reports. */
@@ -37,6 +40,7 @@ struct ckpt_result {
 	double		elapsed_s;
 	int64_t		samples;
 	char		reason[16];	/* timed, signal, final */
+	double		due_s;		/* as in ckpt_state */
 	double		stall_ms;	/* the step loop held by ckpt_submit */
 	double		write_ms;
 	uint64_t	bytes;
@@ -52,6 +56,9 @@ struct ckpt_writer;
  * kill it mid-write). */
 int ckpt_writer_new(const char *out, int keep, size_t nparams,
     struct ckpt_writer **wp, char *err, size_t errlen);
+/* From now on the rotation keeps every checkpoint that has a due_s (a
+ * timed one) besides the newest keep (train.json's keep_timed). */
+void ckpt_writer_keep_timed(struct ckpt_writer *w);
 /*
  * Copies the parameters, moments and st into the writer's buffer and
  * starts writing them; first waits for the write in flight, if any. *done

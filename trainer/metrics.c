@@ -26,16 +26,27 @@ struct metrics {
 int
 metrics_open(const char *out, struct metrics **mp, char *err, size_t errlen)
 {
+	char	*path;
+	int	 rc;
+
+	xasprintf(&path, "%s/metrics.jsonl", out);
+	rc = metrics_open_file(path, mp, err, errlen);
+	free(path);
+	return rc;
+}
+
+int
+metrics_open_file(const char *path, struct metrics **mp, char *err,
+    size_t errlen)
+{
 	struct metrics	*m;
 	struct stat	 st;
-	char		*path, c;
+	char		 c;
 	int		 fd;
 
 	*mp = NULL;
-	xasprintf(&path, "%s/metrics.jsonl", out);
 	if ((fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		free(path);
 		return CADRE_ERR_SYSTEM;
 	}
 	/* A line cut by a kill would glue to the next attempt's first. */
@@ -44,10 +55,8 @@ metrics_open(const char *out, struct metrics **mp, char *err, size_t errlen)
 	    write(fd, "\n", 1) != 1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
-		free(path);
 		return CADRE_ERR_SYSTEM;
 	}
-	free(path);
 	m = xcalloc(1, sizeof *m);
 	m->fd = fd;
 	cbuf_init(&m->line, METRICS_LINE_MAX);
@@ -101,7 +110,8 @@ mx_begin(struct metrics *m, const char *event)
 	cbuf_reset(&m->line);
 	cbuf_addc(&m->line, '{');
 	m->first = 1;
-	mx_str(m, "event", event);
+	if (event != NULL)
+		mx_str(m, "event", event);
 }
 
 void

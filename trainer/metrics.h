@@ -12,8 +12,12 @@ struct metrics;
 /* Opens OUT/metrics.jsonl for appending (created when missing). A last
  * line left without its newline by a crash is ended first. */
 int metrics_open(const char *out, struct metrics **mp, char *err, size_t errlen);
+/* The same for another file of lines (eval.jsonl). */
+int metrics_open_file(const char *path, struct metrics **mp, char *err,
+    size_t errlen);
 void metrics_close(struct metrics *m);
 
+/* A new line: {"event": event, ...; NULL: no event member. */
 void mx_begin(struct metrics *m, const char *event);
 void mx_int(struct metrics *m, const char *key, int64_t v);
 /* Not finite: null. */

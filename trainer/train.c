@@ -9,8 +9,10 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -40,10 +42,15 @@
 #include "model.h"
 #include "modelio.h"
 #include "ops.h"
+#include "strutil.h"
+#include "tjson.h"
 #include "optim.h"
 #include "train.h"
 #include "traincfg.h"
 #include "xmalloc.h"
+
+/* The largest eval.jsonl `eval --run-dir` reads (a line per checkpoint). */
+#define EVAL_FILE_MAX	(16 * 1024 * 1024)
 
 static volatile sig_atomic_t stop_signal;
 
@@ -195,6 +202,7 @@ train_usage(FILE *f)
 "  --dropout X            --grad-checkpointing\n"
 "  --checkpoint-every S   seconds of training between checkpoints (0: at the end)\n"
 "  --keep N               checkpoints kept (default 2)\n"
+"  --keep-timed           and every timed one (at multiples of --checkpoint-every)\n"
 "  --log-every N          steps per metrics line   --skip-steps N  warm-up steps\n"
 "                         left out of the summary's medians\n"
 "  --seed N               weights, data order, masking and dropout\n"
@@ -210,7 +218,7 @@ train_usage(FILE *f)
 enum {
 	O_CONFIG = 256, O_DATA, O_EVAL, O_VOCAB, O_OUT, O_RESUME, O_MODEL, O_INIT,
 	O_TASK, O_STEPS, O_BATCH, O_SEQ, O_ACCUM, O_PREC, O_OPT, O_LR, O_WD, O_B1,
-	O_B2, O_EPS, O_WARMUP, O_SCHED, O_POWER, O_CLIP, O_DROPOUT, O_GCKPT,
+	O_B2, O_EPS, O_WARMUP, O_SCHED, O_POWER, O_CLIP, O_DROPOUT, O_GCKPT, O_KEEPTIMED,
 	O_CKEVERY, O_KEEP, O_LOGEVERY, O_SKIP, O_SEED, O_THREADS, O_STOPAFTER,
 	O_MINSTEP, O_QUIET, O_DEVICE
 };
@@ -242,6 +250,7 @@ static const struct option train_opts[] = {
 	{ "grad-clip", required_argument, NULL, O_CLIP },
 	{ "dropout", required_argument, NULL, O_DROPOUT },
 	{ "grad-checkpointing", no_argument, NULL, O_GCKPT },
+	{ "keep-timed", no_argument, NULL, O_KEEPTIMED },
 	{ "checkpoint-every", required_argument, NULL, O_CKEVERY },
 	{ "keep", required_argument, NULL, O_KEEP },
 	{ "log-every", required_argument, NULL, O_LOGEVERY },
@@ -335,6 +344,7 @@ parse_train_args(int argc, char **argv, struct train_config *tc, struct run_opts
 		case O_CLIP: tc->grad_clip = opt_num("--grad-clip", optarg, 0, 1e9); break;
 		case O_DROPOUT: tc->dropout = opt_num("--dropout", optarg, 0, 0.99); break;
 		case O_GCKPT: tc->grad_checkpointing = 1; break;
+		case O_KEEPTIMED: tc->keep_timed = 1; break;
 		case O_CKEVERY: tc->checkpoint_every = opt_num("--checkpoint-every", optarg, 0, 1e9); break;
 		case O_KEEP: tc->keep_checkpoints = (int)opt_int("--keep", optarg, 1, 1000000); break;
 		case O_LOGEVERY: tc->log_every = (int)opt_int("--log-every", optarg, 1, 1000000000); break;
@@ -572,6 +582,8 @@ mx_checkpoint(struct metrics *mx, const struct ckpt_result *r)
 	mx_int(mx, "samples", r->samples);
 	mx_str(mx, "path", path);
 	mx_str(mx, "reason", r->reason);
+	if (r->due_s > 0)
+		mx_num(mx, "due_s", r->due_s);
 	mx_num(mx, "stall_ms", r->stall_ms);
 	mx_num(mx, "write_ms", r->write_ms);
 	mx_int(mx, "bytes", (int64_t)r->bytes);
@@ -1208,7 +1220,7 @@ cmd_train(int argc, char **argv)
 	struct interval		 iv;
 	struct step_out		 so = { NAN, NAN, NAN, 0.0f };
 	char			 err[1024];
-	double			 t_attempt, elapsed0, last_ckpt, *sps;
+	double			 t_attempt, elapsed0, next_mark, *sps;
 	int64_t			 s, start, ctl[2], zero = 0;
 	size_t			 nsps = 0;
 	int			 rc = TRAIN_EXIT_DONE, status = 0;
@@ -1224,6 +1236,8 @@ cmd_train(int argc, char **argv)
 		fprintf(stderr, "cadre-train: %s\n", err);
 		dist_abort(&r.d, TRAIN_EXIT_ERROR);
 	}
+	if (r.w != NULL && r.tc.keep_timed)
+		ckpt_writer_keep_timed(r.w);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop;
 	sigemptyset(&sa.sa_mask);
@@ -1244,7 +1258,11 @@ cmd_train(int argc, char **argv)
 	sps = xcalloc((size_t)(r.tc.steps - start > 0 ? r.tc.steps - start : 1), sizeof *sps);
 	t_attempt = mono_s();
 	elapsed0 = r.st.elapsed_s;
-	last_ckpt = elapsed0;
+	/* Timed checkpoints at multiples of checkpoint_every of training
+	 * time over all attempts (contract C9): a resumed attempt aims at
+	 * the next multiple, so a requeue does not shift the marks. */
+	next_mark = r.tc.checkpoint_every > 0 ? (floor(elapsed0 /
+	    r.tc.checkpoint_every) + 1) * r.tc.checkpoint_every : INFINITY;
 	for (s = start; s < r.tc.steps; s++) {
 		double		t0 = mono_s(), dt;
 		const char	*reason = NULL;
@@ -1268,8 +1286,7 @@ cmd_train(int argc, char **argv)
 		if (r.ro.stop_after == r.st.step)
 			raise(SIGTERM);
 		ctl[0] = stop_signal != 0;
-		ctl[1] = r.tc.checkpoint_every > 0 &&
-		    r.st.elapsed_s - last_ckpt >= r.tc.checkpoint_every;
+		ctl[1] = r.st.elapsed_s >= next_mark;
 		run_max_i64(&r, ctl, 2);
 
 		if (r.w != NULL && ckpt_collect(r.w, 0, &cr) &&
@@ -1285,10 +1302,15 @@ cmd_train(int argc, char **argv)
 			reason = "signal";
 		else if (ctl[1])
 			reason = "timed";
-		if (reason != NULL) {
-			run_checkpoint(&r, reason, &iv);
-			last_ckpt = r.st.elapsed_s;
+		r.st.due_s = 0;
+		if (ctl[1]) {
+			/* the highest mark crossed: a step may span several */
+			r.st.due_s = fmax(next_mark, floor(r.st.elapsed_s /
+			    r.tc.checkpoint_every) * r.tc.checkpoint_every);
+			next_mark = r.st.due_s + r.tc.checkpoint_every;
 		}
+		if (reason != NULL)
+			run_checkpoint(&r, reason, &iv);
 		if (ctl[0] && r.st.step < r.tc.steps) {
 			rc = TRAIN_EXIT_PREEMPTED;
 			break;
@@ -1329,9 +1351,323 @@ eval_usage(FILE *f)
 	fprintf(f,
 "usage: cadre-train eval --init CHECKPOINT_DIR --data SHARDS [--batch N] [--seed N]\n"
 "                        [--threads N]\n"
+"       cadre-train eval --run-dir DIR --data SHARDS [--at S[,S...]] [--out FILE]\n"
+"                        [--batch N] [--seed N] [--threads N]\n"
 "MLM loss and accuracy (pretraining shards; masking keyed by --seed, default 1)\n"
 "or classification loss and accuracy, over every full batch of the shard set,\n"
-"split over the ranks; prints one JSON line.\n");
+"split over the ranks. --init: one checkpoint, one JSON line on stdout.\n"
+"--run-dir: the timed checkpoints of DIR/checkpoints (those whose meta.json has\n"
+"due_s; with --at only those due at these seconds), checksums verified first,\n"
+"each not yet in FILE (default DIR/eval.jsonl) appended to it as a line.\n"
+"Exit: 0 done, 1 a checkpoint failed (its line says why), 2 usage or bad input.\n");
+}
+
+/* The loader over data for evaluation: pretraining shards get MLM
+ * masking (the kind decides the head). */
+static void
+eval_loader(const char *data, int batch, uint64_t seed, const struct dist *d,
+    struct loader **l, const struct shard_info **si)
+{
+	struct loader_config	lc;
+	char			err[1024];
+
+	memset(&lc, 0, sizeof lc);
+	lc.dir = data;
+	lc.batch = batch;
+	lc.rank = d->rank;
+	lc.nranks = d->nranks;
+	lc.seed = seed;
+	lc.mask_prob = 0.15f;
+	lc.prefetch = 1;
+	lc.mlm = 0;
+	if (loader_open(&lc, l, err, sizeof err) != 0)
+		usage_fail("%s", err);
+	*si = loader_info(*l);
+	if ((*si)->kind == SHARD_PRETRAIN) {
+		loader_close(*l);
+		lc.mlm = 1;
+		if (loader_open(&lc, l, err, sizeof err) != 0)
+			usage_fail("%s", err);
+		*si = loader_info(*l);
+	}
+}
+
+/* The model of checkpoint dir for shards si: 0, or an error in err (the
+ * model is then not initialised). st (when not NULL): the checkpoint's
+ * counters, its checksums verified. */
+static int
+eval_model(const char *dir, const char *data, const struct shard_info *si,
+    struct bert_model *m, struct ckpt_state *st, char *err, size_t errlen)
+{
+	struct bert_config	 c;
+	char			*path;
+	int			 rc;
+
+	bert_config_preset("bert-tiny", &c);
+	c.task = si->kind == SHARD_CLASSIFY ? BERT_CLASSIFY : BERT_PRETRAIN;
+	c.num_labels = si->kind == SHARD_CLASSIFY ? (int)si->num_labels : 2;
+	xasprintf(&path, "%s/config.json", dir);
+	rc = model_load_config(path, &c, err, errlen);
+	free(path);
+	if (rc != 0)
+		return rc;
+	if ((rc = bert_config_check(&c, err, errlen)) != 0)
+		return rc;
+	if (si->seq_len > (uint32_t)c.max_position || si->vocab_size > (uint32_t)c.vocab) {
+		snprintf(err, errlen, "%s: sequences of %u tokens from a vocab of %u do "
+		    "not fit the model's %d positions and %d tokens", data, si->seq_len,
+		    si->vocab_size, c.max_position, c.vocab);
+		return CADRE_ERR_INVALID;
+	}
+	if (st != NULL && (rc = ckpt_verify(dir, &c, st, err, errlen)) != 0)
+		return rc;
+	bert_model_init(m, &c);
+	xasprintf(&path, "%s/model.safetensors", dir);
+	rc = model_load_weights(m, path, err, errlen);
+	free(path);
+	if (rc != 0)
+		bert_model_free(m);
+	return rc;
+}
+
+/* The figures of ev (evaluate()'s) as members of the current line. */
+static void
+mx_eval_figures(struct metrics *mx, int pretrain, const double ev[6])
+{
+	double	mlm_loss = ev[2] > 0 ? ev[0] / ev[2] : 0.0;
+	double	mlm_acc = ev[2] > 0 ? ev[1] / ev[2] : 0.0;
+	double	seq_loss = ev[5] > 0 ? ev[3] / ev[5] : 0.0;
+	double	seq_acc = ev[5] > 0 ? ev[4] / ev[5] : 0.0;
+
+	mx_str(mx, "task", pretrain ? "pretrain" : "classify");
+	mx_num(mx, "loss", pretrain ? mlm_loss : seq_loss);
+	mx_num(mx, "accuracy", pretrain ? mlm_acc : seq_acc);
+	mx_num(mx, "sequences", ev[5]);
+	if (pretrain) {
+		mx_num(mx, "mlm_loss", mlm_loss);
+		mx_num(mx, "mlm_acc", mlm_acc);
+		mx_num(mx, "nsp_loss", seq_loss);
+		mx_num(mx, "nsp_acc", seq_acc);
+		mx_num(mx, "masked", ev[2]);
+	}
+}
+
+/* A timed checkpoint of a run dir, as its meta.json says. */
+struct timed {
+	int64_t	step;
+	double	due_s;
+};
+
+static int
+timed_cmp(const void *a, const void *b)
+{
+	const struct timed *x = a, *y = b;
+
+	return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* The timed checkpoints under run_dir/checkpoints, by step; those whose
+ * meta.json does not parse are left out with a warning. */
+static size_t
+list_timed(const char *run_dir, struct timed **out)
+{
+	struct ckpt_state	 st;
+	struct dirent		*de;
+	struct timed		*t = NULL;
+	size_t			 n = 0, cap = 0, len;
+	char			*cdir, *path, sums[3][65], err[512], *text;
+	DIR			*dp;
+	FILE			*fp;
+	int64_t			 step;
+
+	xasprintf(&cdir, "%s/checkpoints", run_dir);
+	if ((dp = opendir(cdir)) == NULL)
+		usage_fail("%s: %s", cdir, strerror(errno));
+	text = xmalloc(CKPT_META_MAX + 1);
+	while ((de = readdir(dp)) != NULL) {
+		if (strncmp(de->d_name, "step-", 5) != 0 ||
+		    str_to_int64(de->d_name + 5, &step) != 0 || step < 0)
+			continue;
+		xasprintf(&path, "%s/%s/meta.json", cdir, de->d_name);
+		len = 0;
+		if ((fp = fopen(path, "re")) != NULL) {
+			len = fread(text, 1, CKPT_META_MAX + 1, fp);
+			fclose(fp);
+		}
+		if (fp == NULL || len > CKPT_META_MAX ||
+		    ckpt_meta_parse(text, len, path, &st, sums, err, sizeof err) != 0)
+			log_warn("%s: %s: skipped", path, fp == NULL ? strerror(errno) :
+			    len > CKPT_META_MAX ? "too large" : err);
+		else if (st.due_s > 0) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 16;
+				t = xreallocarray(t, cap, sizeof *t);
+			}
+			t[n].step = step;
+			t[n].due_s = st.due_s;
+			n++;
+		}
+		free(path);
+	}
+	closedir(dp);
+	free(text);
+	free(cdir);
+	if (n > 0)
+		qsort(t, n, sizeof *t, timed_cmp);
+	*out = t;
+	return n;
+}
+
+/* Whether step has a line in the eval.jsonl at path (read whole, bounded);
+ * a line that is not an object with a "step" is a usage error naming
+ * path:line. */
+static unsigned char *
+done_steps(const char *path, const struct timed *t, size_t n)
+{
+	unsigned char		*done = xcalloc(n > 0 ? n : 1, 1);
+	struct tj_node		*o;
+	const struct tj_node	*st;
+	char			*text, *line, *nl, err[256];
+	size_t			 len, lineno = 0, i;
+	FILE			*fp;
+
+	if ((fp = fopen(path, "re")) == NULL) {
+		if (errno != ENOENT)
+			usage_fail("%s: %s", path, strerror(errno));
+		return done;
+	}
+	text = xmalloc(EVAL_FILE_MAX + 1);
+	len = fread(text, 1, EVAL_FILE_MAX + 1, fp);
+	fclose(fp);
+	if (len > EVAL_FILE_MAX)
+		usage_fail("%s: over %d bytes: move it aside", path, EVAL_FILE_MAX);
+	text[len] = '\0';
+	for (line = text; *line != '\0'; line = nl + 1) {
+		lineno++;
+		if ((nl = strchr(line, '\n')) == NULL)
+			break;	/* a line cut by a kill: redone */
+		if (nl == line)
+			continue;
+		if (tj_parse(line, (size_t)(nl - line), &o, err, sizeof err) != 0 ||
+		    o->type != TJ_OBJECT || (st = tj_get(o, "step")) == NULL ||
+		    st->type != TJ_NUMBER)
+			usage_fail("%s:%zu: not an eval line (an object with a \"step\")%s%s",
+			    path, lineno, *err != '\0' ? ": " : "", err);
+		for (i = 0; i < n; i++) {
+			if ((double)t[i].step == st->num)
+				done[i] = 1;
+		}
+		tj_free(o);
+		err[0] = '\0';
+	}
+	free(text);
+	return done;
+}
+
+/* --at S[,S...]: seconds; 0 and *at, or a usage error. */
+static size_t
+parse_at(const char *s, double **at)
+{
+	char	*copy = xstrdup(s), *tok, *save = NULL;
+	size_t	 n = 0;
+	int64_t	 v;
+
+	*at = xcalloc(strlen(s) / 2 + 1, sizeof **at);
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		if (str_to_int64(tok, &v) != 0 || v <= 0)
+			usage_fail("--at: '%s' is not a number of seconds > 0", tok);
+		(*at)[n++] = (double)v;
+	}
+	free(copy);
+	if (n == 0)
+		usage_fail("--at: no seconds given");
+	return n;
+}
+
+/* eval --run-dir: every timed checkpoint not yet evaluated. */
+static int
+eval_run_dir(const char *run_dir, const char *data, const char *out,
+    const char *at_list, int batch, uint64_t seed, struct dist *d)
+{
+	const struct shard_info	*si;
+	struct loader		*l;
+	struct metrics		*mx = NULL;
+	struct timed		*t;
+	struct bert_model	 m;
+	struct ckpt_state	 st;
+	unsigned char		*done;
+	double			*at = NULL, ev[6], bad;
+	char			*path = NULL, *dir, err[1024];
+	size_t			 n, nat = 0, i, j;
+	int			 rc = 0, ok, evaluated = 0, pretrain;
+
+	if (at_list != NULL)
+		nat = parse_at(at_list, &at);
+	if (out == NULL)
+		xasprintf(&path, "%s/eval.jsonl", run_dir);
+	n = list_timed(run_dir, &t);
+	done = done_steps(out != NULL ? out : path, t, n);
+	/* the shards open (and fit) before any checkpoint is tried */
+	eval_loader(data, batch, seed, d, &l, &si);
+	pretrain = si->kind == SHARD_PRETRAIN;
+	loader_close(l);
+	if (d->rank == 0 && metrics_open_file(out != NULL ? out : path, &mx, err,
+	    sizeof err) != 0)
+		usage_fail("%s", err);
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < nat && fabs(at[j] - t[i].due_s) >= 0.5; j++)
+			;
+		if (done[i] || (nat > 0 && j == nat))
+			continue;
+		xasprintf(&dir, "%s/checkpoints/step-%" PRId64, run_dir, t[i].step);
+		err[0] = '\0';
+		eval_loader(data, batch, seed, d, &l, &si);
+		ok = eval_model(dir, data, si, &m, &st, err, sizeof err) == 0;
+		/* every rank evaluates, or none: one bad copy stops them all */
+		bad = ok ? 0 : 1;
+		dist_sum_f64(d, &bad, 1);
+		if (ok && bad == 0 && evaluate(&m, l, d, batch, ev) != 0) {
+			snprintf(err, sizeof err, "%s: reading the shards failed", data);
+			bad = 1;
+		}
+		if (ok)
+			bert_model_free(&m);
+		loader_close(l);
+		if (bad != 0 && *err == '\0')
+			snprintf(err, sizeof err, "another rank could not load it");
+		if (mx != NULL) {
+			mx_begin(mx, NULL);
+			mx_int(mx, "step", t[i].step);
+			mx_num(mx, "due_s", t[i].due_s);
+			if (bad == 0) {
+				mx_num(mx, "elapsed_s", st.elapsed_s);
+				mx_int(mx, "samples", st.samples);
+			}
+			mx_str(mx, "path", dir + strlen(run_dir) + 1);
+			if (bad == 0)
+				mx_eval_figures(mx, pretrain, ev);
+			else
+				mx_str(mx, "error", err);
+			if (mx_end(mx) != 0)
+				fatalx("%s: %s", out != NULL ? out : path, strerror(errno));
+		}
+		if (bad != 0) {
+			log_warn("%s: not evaluated: %s", dir, err);
+			rc = 1;
+		} else
+			evaluated++;
+		free(dir);
+	}
+	if (d->rank == 0)
+		log_info("%s: %d timed checkpoint%s evaluated", run_dir, evaluated,
+		    evaluated == 1 ? "" : "s");
+	metrics_close(mx);
+	free(done);
+	free(t);
+	free(at);
+	free(path);
+	return rc;
 }
 
 int
@@ -1339,30 +1675,35 @@ cmd_eval(int argc, char **argv)
 {
 	static const struct option eval_opts[] = {
 		{ "init", required_argument, NULL, 'i' },
+		{ "run-dir", required_argument, NULL, 'r' },
 		{ "data", required_argument, NULL, 'd' },
+		{ "at", required_argument, NULL, 'a' },
+		{ "out", required_argument, NULL, 'o' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct loader_config	 lc;
 	struct loader		*l = NULL;
 	const struct shard_info	*si;
-	struct bert_config	 c;
 	struct bert_model	 m;
 	struct dist		 d;
-	const char		*init = NULL, *data = NULL;
-	char			 err[1024], *path;
+	const char		*init = NULL, *data = NULL, *run_dir = NULL;
+	const char		*at = NULL, *out = NULL;
+	char			 err[1024];
 	double			 ev[6];
-	int			 ch, batch = 32, threads = 0;
+	int			 ch, batch = 32, threads = 0, rc;
 	uint64_t		 seed = 1;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", eval_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'i': init = optarg; break;
+		case 'r': run_dir = optarg; break;
 		case 'd': data = optarg; break;
+		case 'a': at = optarg; break;
+		case 'o': out = optarg; break;
 		case 'b': batch = (int)opt_int("--batch", optarg, 1, 65536); break;
 		case 's': seed = (uint64_t)opt_int("--seed", optarg, 0, 0x7fffffffffffffffLL); break;
 		case 't': threads = (int)opt_int("--threads", optarg, 1, 4096); break;
@@ -1370,55 +1711,26 @@ cmd_eval(int argc, char **argv)
 		default: eval_usage(stderr); return TRAIN_EXIT_USAGE;
 		}
 	}
-	if (optind != argc || init == NULL || data == NULL) {
+	if (optind != argc || data == NULL || (init == NULL) == (run_dir == NULL) ||
+	    (init != NULL && (at != NULL || out != NULL))) {
 		eval_usage(stderr);
 		return TRAIN_EXIT_USAGE;
 	}
 	if (dist_init(&d, &argc, &argv, err, sizeof err) != 0)
 		fatalx("%s", err);
 	ops_set_threads(threads);
-	memset(&lc, 0, sizeof lc);
-	lc.dir = data;
-	lc.batch = batch;
-	lc.rank = d.rank;
-	lc.nranks = d.nranks;
-	lc.seed = seed;
-	lc.mask_prob = 0.15f;
-	lc.prefetch = 1;
-	/* The kind decides the head: look at the shards first. */
-	lc.mlm = 0;
-	if (loader_open(&lc, &l, err, sizeof err) != 0)
-		usage_fail("%s", err);
-	si = loader_info(l);
-	if (si->kind == SHARD_PRETRAIN) {
-		loader_close(l);
-		lc.mlm = 1;
-		if (loader_open(&lc, &l, err, sizeof err) != 0)
-			usage_fail("%s", err);
-		si = loader_info(l);
+	if (run_dir != NULL) {
+		rc = eval_run_dir(run_dir, data, out, at, batch, seed, &d);
+		dist_finalize(&d);
+		return rc;
 	}
-	bert_config_preset("bert-tiny", &c);
-	c.task = si->kind == SHARD_CLASSIFY ? BERT_CLASSIFY : BERT_PRETRAIN;
-	c.num_labels = si->kind == SHARD_CLASSIFY ? (int)si->num_labels : 2;
-	xasprintf(&path, "%s/config.json", init);
-	if (model_load_config(path, &c, err, sizeof err) != 0)
+	eval_loader(data, batch, seed, &d, &l, &si);
+	if (eval_model(init, data, si, &m, NULL, err, sizeof err) != 0)
 		usage_fail("%s", err);
-	free(path);
-	if (bert_config_check(&c, err, sizeof err) != 0)
-		usage_fail("%s: %s", init, err);
-	if (si->seq_len > (uint32_t)c.max_position || si->vocab_size > (uint32_t)c.vocab)
-		usage_fail("%s: sequences of %u tokens from a vocab of %u do not fit the "
-		    "model's %d positions and %d tokens", data, si->seq_len, si->vocab_size,
-		    c.max_position, c.vocab);
-	bert_model_init(&m, &c);
-	xasprintf(&path, "%s/model.safetensors", init);
-	if (model_load_weights(&m, path, err, sizeof err) != 0)
-		usage_fail("%s", err);
-	free(path);
 	if (evaluate(&m, l, &d, batch, ev) != 0)
 		usage_fail("%s: reading the shards failed", data);
 	if (d.rank == 0) {
-		if (c.task == BERT_PRETRAIN)
+		if (m.cfg.task == BERT_PRETRAIN)
 			printf("{\"task\":\"pretrain\",\"mlm_loss\":%.9g,\"mlm_acc\":%.9g,"
 			    "\"masked\":%.0f,\"nsp_loss\":%.9g,\"nsp_acc\":%.9g,\"sequences\":%.0f}\n",
 			    ev[2] > 0 ? ev[0] / ev[2] : 0.0, ev[2] > 0 ? ev[1] / ev[2] : 0.0,

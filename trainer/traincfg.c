@@ -52,6 +52,7 @@ static const struct key top_keys[] = {
 	{ "dropout", K_DBL, O(dropout), 0, 0.99, 0, NULL },
 	{ "checkpoint_every", K_DBL, O(checkpoint_every), 0, 1e9, 0, NULL },
 	{ "keep_checkpoints", K_INT, O(keep_checkpoints), 1, 1000000, 0, NULL },
+	{ "keep_timed", K_BOOL, O(keep_timed), 0, 0, 0, NULL },
 	{ "log_every", K_INT, O(log_every), 1, 1e9, 0, NULL },
 	{ "seed", K_U64, O(seed), 0, 0, 0, NULL },
 	{ "skip_steps", K_I64, O(skip_steps), 0, 1e12, 0, NULL },

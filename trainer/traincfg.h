@@ -39,6 +39,7 @@ struct train_config {
 	double			 dropout;
 	double			 checkpoint_every;	/* seconds; 0: at the end only */
 	int			 keep_checkpoints;
+	int			 keep_timed;	/* the rotation spares timed ones */
 	int			 log_every;
 	uint64_t		 seed;
 	int64_t			 skip_steps;

@@ -288,6 +288,29 @@ START_TEST(test_render_stage)
 }
 END_TEST
 
+/* eval: the placeholders are one word each, empty without eval.data;
+ * eval.at goes as decimal seconds joined by commas. */
+START_TEST(test_render_eval)
+{
+	static const char	 tmpl[] = "d=@EVAL_DATA@ b=@EVAL_BATCH@ a=@EVAL_AT@";
+	struct jobscript	 js;
+	char			*out;
+	char *const		 at[] = { (char *)"60", (char *)"120" };
+
+	sample(&js);
+	out = render(JOBSCRIPT_LOCAL, tmpl, &js, 0);
+	ck_assert_str_eq(out, "d='' b=32 a=''");
+	free(out);
+	js.eval_data = "/held out";
+	js.eval_batch = 16;
+	js.eval_at = at;
+	js.neval_at = 2;
+	out = render(JOBSCRIPT_LOCAL, tmpl, &js, 0);
+	ck_assert_str_eq(out, "d='/held out' b=16 a=60,120");
+	free(out);
+}
+END_TEST
+
 /* Hostile values through a rendered script and bash: bash -n accepts it,
  * and running it prints every value back unchanged. */
 START_TEST(test_render_hostile)
@@ -425,8 +448,10 @@ START_TEST(test_train_json_defaults)
 			    "trainer: { data: shards }\n", 0, "/runs/abc");
 	const json_t	*opt = json_object_get(j, "optimizer");
 
-	ck_assert_uint_eq(json_object_size(j), 23);
+	ck_assert_uint_eq(json_object_size(j), 24);
 	ck_assert_int_eq(jint(j, "version"), 1);
+	/* trainer.keep_timed all: the trainer keeps the timed ones */
+	ck_assert(json_is_true(json_object_get(j, "keep_timed")));
 	ck_assert_str_eq(jstr(j, "model"), "bert-base");
 	ck_assert_str_eq(jstr(j, "task"), "pretrain");
 	/* relative paths resolve against the spec's directory */
@@ -570,6 +595,7 @@ jobscript_suite(void)
 	tcase_add_test(tc, test_render_directives);
 	tcase_add_test(tc, test_render_template_errors);
 	tcase_add_test(tc, test_render_stage);
+	tcase_add_test(tc, test_render_eval);
 	tcase_add_loop_test(tc, test_render_hostile, 0, nh);
 	tcase_add_test(tc, test_train_json_defaults);
 	tcase_add_test(tc, test_train_json_explicit);

@@ -1,0 +1,526 @@
+/* Timed checkpoints into the database (daemon/collect.h). */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "collect.h"
+#include "error.h"
+#include "json.h"
+#include "log.h"
+#include "sha256.h"
+#include "state.h"
+#include "strutil.h"
+#include "xmalloc.h"
+
+static int
+fail(char *msg, size_t msglen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+fail(char *msg, size_t msglen, int rc, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, msglen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* A name meta.json may list: a plain file of the checkpoint dir. */
+static int
+plain_name(const char *s)
+{
+	size_t	n = strlen(s);
+
+	return n > 0 && n < 64 && s[0] != '.' && strchr(s, '/') == NULL;
+}
+
+static int
+hex64(const char *s)
+{
+	size_t	i;
+
+	for (i = 0; i < 64; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	}
+	return s[64] == '\0';
+}
+
+int
+collect_parse_meta(const char *text, size_t len, struct collect_meta *m,
+    char *msg, size_t msglen)
+{
+	json_error_t	 je;
+	json_t		*o = NULL, *files, *v;
+	const char	*k;
+	int		 rc;
+
+	memset(m, 0, sizeof *m);
+	m->due_s = -1;
+	if ((rc = cjson_loadb(text, len, COLLECT_META_MAX, &o, &je)) != 0) {
+		if (rc == CADRE_ERR_TOO_LARGE)
+			return fail(msg, msglen, rc, "over %zu bytes",
+			    COLLECT_META_MAX);
+		return fail(msg, msglen, CADRE_ERR_PARSE, "line %d column %d: %s",
+		    je.line, je.column, je.text);
+	}
+	rc = CADRE_ERR_INVALID;
+	if (!json_is_object(o)) {
+		fail(msg, msglen, rc, "not a JSON object");
+		goto out;
+	}
+	if (cjson_get_int(o, "step", &m->step) != 0 || m->step < 0 ||
+	    cjson_get_real(o, "elapsed_s", &m->elapsed_s) != 0 ||
+	    !isfinite(m->elapsed_s) || m->elapsed_s < 0 ||
+	    cjson_get_int(o, "samples", &m->samples) != 0 || m->samples < 0) {
+		fail(msg, msglen, rc, "step, elapsed_s and samples must be "
+		    "numbers >= 0");
+		goto out;
+	}
+	switch (cjson_get_real(o, "due_s", &m->due_s)) {
+	case 0:
+		if (!isfinite(m->due_s) || m->due_s <= 0) {
+			fail(msg, msglen, rc, "due_s must be a number > 0");
+			goto out;
+		}
+		break;
+	case CADRE_ERR_NOT_FOUND:
+		m->due_s = -1;
+		break;
+	default:
+		fail(msg, msglen, rc, "due_s must be a number > 0");
+		goto out;
+	}
+	files = json_object_get(o, "files");
+	if (!json_is_object(files) || json_object_size(files) == 0) {
+		fail(msg, msglen, rc, "no \"files\" object of checksums");
+		goto out;
+	}
+	json_object_foreach(files, k, v) {
+		if (m->nfiles == COLLECT_FILES_MAX) {
+			fail(msg, msglen, rc, "more than %d files", COLLECT_FILES_MAX);
+			goto out;
+		}
+		if (!plain_name(k) || !json_is_string(v) ||
+		    json_string_length(v) != 64 || !hex64(json_string_value(v))) {
+			fail(msg, msglen, rc, "files: each member must be a plain "
+			    "file name with a lower-case SHA-256 hex digest");
+			goto out;
+		}
+		snprintf(m->file[m->nfiles], sizeof m->file[0], "%s", k);
+		snprintf(m->sha256[m->nfiles], sizeof m->sha256[0], "%s",
+		    json_string_value(v));
+		m->nfiles++;
+	}
+	rc = 0;
+out:
+	json_decref(o);
+	return rc;
+}
+
+int
+collect_parse_eval(const char *line, size_t len, int64_t *step, double *loss,
+    double *accuracy, char **error, char *msg, size_t msglen)
+{
+	json_error_t	 je;
+	json_t		*o = NULL;
+	const char	*e;
+	int		 rc;
+
+	*error = NULL;
+	if ((rc = cjson_loadb(line, len, COLLECT_LINE_MAX, &o, &je)) != 0) {
+		if (rc == CADRE_ERR_TOO_LARGE)
+			return fail(msg, msglen, CADRE_ERR_INVALID,
+			    "a line over %zu bytes", COLLECT_LINE_MAX);
+		return fail(msg, msglen, CADRE_ERR_PARSE, "column %d: %s",
+		    je.column, je.text);
+	}
+	rc = CADRE_ERR_INVALID;
+	if (!json_is_object(o) || cjson_get_int(o, "step", step) != 0 ||
+	    *step < 0) {
+		fail(msg, msglen, rc, "not an object with a \"step\" >= 0");
+		goto out;
+	}
+	if (cjson_get_string(o, "error", &e) == 0) {
+		*error = xstrdup(e);
+		rc = 0;
+		goto out;
+	}
+	if (cjson_get_real(o, "loss", loss) != 0 || !isfinite(*loss) ||
+	    cjson_get_real(o, "accuracy", accuracy) != 0 ||
+	    !isfinite(*accuracy) || *accuracy < 0 || *accuracy > 1) {
+		fail(msg, msglen, rc, "needs a finite \"loss\" and an "
+		    "\"accuracy\" in [0, 1], or an \"error\"");
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(o);
+	return rc;
+}
+
+/* The steps already recorded, sorted (state_list_checkpoints orders). */
+struct known {
+	int64_t	*step;
+	int	*evaluated;
+	size_t	 n, cap;
+};
+
+static int
+add_known(void *ctx, const struct state_checkpoint *c)
+{
+	struct known	*k = ctx;
+
+	if (k->n == k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 16;
+		k->step = xreallocarray(k->step, k->cap, sizeof *k->step);
+		k->evaluated = xreallocarray(k->evaluated, k->cap,
+		    sizeof *k->evaluated);
+	}
+	k->step[k->n] = c->step;
+	k->evaluated[k->n] = c->evaluated || c->eval_error != NULL;
+	k->n++;
+	return 0;
+}
+
+/* Index of step in k, or -1. */
+static ssize_t
+known_find(const struct known *k, int64_t step)
+{
+	size_t	lo = 0, hi = k->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (k->step[mid] == step)
+			return (ssize_t)mid;
+		if (k->step[mid] < step)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* "step-N" -> N, or -1. */
+static int64_t
+step_of(const char *name)
+{
+	int64_t	n;
+
+	if (strncmp(name, "step-", 5) != 0 || name[5] < '0' || name[5] > '9' ||
+	    str_to_int64(name + 5, &n) != 0 || n < 0)
+		return -1;
+	return n;
+}
+
+/* Reads up to max bytes of path: 0 and *buf (NUL-terminated), or an error;
+ * CADRE_ERR_TOO_LARGE past max. */
+static int
+read_bounded(const char *path, size_t max, char **buf, size_t *len)
+{
+	struct stat	 sb;
+	ssize_t		 n;
+	size_t		 got = 0;
+	int		 fd;
+
+	*buf = NULL;
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return errno == ENOENT ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return CADRE_ERR_INVALID;
+	}
+	if ((uint64_t)sb.st_size > max) {
+		close(fd);
+		return CADRE_ERR_TOO_LARGE;
+	}
+	*buf = xmalloc((size_t)sb.st_size + 1);
+	while (got < (size_t)sb.st_size) {
+		n = read(fd, *buf + got, (size_t)sb.st_size - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	(*buf)[got] = '\0';
+	*len = got;
+	return 0;
+}
+
+int
+collect_verify(const char *dir, const struct collect_meta *m, char *msg,
+    size_t msglen)
+{
+	char		*path, hex[65];
+	uint64_t	 bytes;
+	size_t		 i;
+	int		 ok = 1;
+
+	for (i = 0; i < m->nfiles && ok; i++) {
+		xasprintf(&path, "%s/%s", dir, m->file[i]);
+		if (sha256_file(path, hex, &bytes) != 0) {
+			snprintf(msg, msglen, "%s: %s", path, strerror(errno));
+			ok = 0;
+		} else if (strcmp(hex, m->sha256[i]) != 0) {
+			snprintf(msg, msglen, "%s: SHA-256 %.12s..., meta.json "
+			    "says %.12s...", path, hex, m->sha256[i]);
+			ok = 0;
+		}
+		free(path);
+	}
+	return ok;
+}
+
+static int
+record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
+    int64_t attempt, const struct known *k, int *added)
+{
+	struct state_checkpoint	 c;
+	struct collect_meta	 m;
+	struct dirent		*de;
+	DIR			*d;
+	char			*cdir, *dir, *path, *text, msg[512];
+	size_t			 len, seen = 0;
+	int64_t			 step;
+	int			 rc = 0, rr, ins;
+
+	xasprintf(&cdir, "%s/checkpoints", run_dir);
+	if ((d = opendir(cdir)) == NULL) {
+		free(cdir);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL && seen < COLLECT_STEPS_MAX) {
+		if ((step = step_of(de->d_name)) < 0)
+			continue;
+		seen++;
+		if (known_find(k, step) >= 0)
+			continue;
+		xasprintf(&dir, "%s/%s", cdir, de->d_name);
+		xasprintf(&path, "%s/meta.json", dir);
+		rr = read_bounded(path, COLLECT_META_MAX, &text, &len);
+		if (rr == 0)
+			rr = collect_parse_meta(text, len, &m, msg, sizeof msg);
+		else
+			snprintf(msg, sizeof msg, "%s", rr == CADRE_ERR_TOO_LARGE ?
+			    "too large" : cadre_strerror(rr));
+		free(text);
+		if (rr != 0)
+			log_warn("run %s: %s: %s: not recorded", run_id, path, msg);
+		else if (m.due_s > 0 && m.step != step)
+			log_warn("run %s: %s: says step %" PRId64 ": not recorded",
+			    run_id, path, m.step);
+		else if (m.due_s > 0 && !collect_verify(dir, &m, msg, sizeof msg))
+			log_warn("run %s: checkpoint step-%" PRId64 " not "
+			    "recorded: %s", run_id, step, msg);
+		else if (m.due_s > 0) {
+			memset(&c, 0, sizeof c);
+			c.step = step;
+			c.due_s = m.due_s;
+			c.elapsed_s = m.elapsed_s;
+			c.samples = m.samples;
+			xasprintf(&c.path, "checkpoints/%s", de->d_name);
+			c.attempt = attempt;
+			rc = state_add_checkpoint(st, run_id, &c, &ins);
+			free(c.path);
+			if (rc != 0) {
+				free(path);
+				free(dir);
+				break;
+			}
+			if (ins && added != NULL)
+				(*added)++;
+		}
+		free(path);
+		free(dir);
+	}
+	closedir(d);
+	free(cdir);
+	return rc;
+}
+
+static int
+record_evals(struct state *st, const char *run_id, const char *run_dir,
+    const struct known *k)
+{
+	char		*path, *text, *line, *nl, *error, msg[512];
+	size_t		 len, lineno = 0;
+	int64_t		 step;
+	double		 loss = 0, acc = 0;
+	ssize_t		 i;
+	int		 rc = 0, rr;
+
+	xasprintf(&path, "%s/eval.jsonl", run_dir);
+	rr = read_bounded(path, COLLECT_EVAL_MAX, &text, &len);
+	if (rr != 0) {
+		if (rr != CADRE_ERR_NOT_FOUND)
+			log_warn("run %s: %s: %s", run_id, path,
+			    rr == CADRE_ERR_TOO_LARGE ? "over the size bound, "
+			    "not read" : cadre_strerror(rr));
+		free(path);
+		return 0;
+	}
+	for (line = text; line < text + len && rc == 0; line = nl + 1) {
+		lineno++;
+		if ((nl = memchr(line, '\n', (size_t)(text + len - line))) == NULL)
+			break;	/* a line being written */
+		if (nl == line)
+			continue;
+		if (collect_parse_eval(line, (size_t)(nl - line), &step, &loss,
+		    &acc, &error, msg, sizeof msg) != 0) {
+			log_warn("run %s: %s:%zu: %s", run_id, path, lineno, msg);
+			continue;
+		}
+		if ((i = known_find(k, step)) >= 0 && !k->evaluated[i]) {
+			rr = state_set_checkpoint_eval(st, run_id, step, loss, acc,
+			    error);
+			if (rr != 0 && rr != CADRE_ERR_NOT_FOUND)
+				rc = rr;
+		}
+		free(error);
+	}
+	free(text);
+	free(path);
+	return rc;
+}
+
+int
+collect_run(struct state *st, const char *run_id, const char *run_dir,
+    int64_t attempt, int *added)
+{
+	struct known	k;
+	int		rc;
+
+	if (added != NULL)
+		*added = 0;
+	memset(&k, 0, sizeof k);
+	if ((rc = state_list_checkpoints(st, run_id, add_known, &k)) != 0)
+		goto out;
+	if ((rc = record_checkpoints(st, run_id, run_dir, attempt, &k,
+	    added)) != 0)
+		goto out;
+	/* again: the ones just recorded take their figures too */
+	free(k.step);
+	free(k.evaluated);
+	memset(&k, 0, sizeof k);
+	if ((rc = state_list_checkpoints(st, run_id, add_known, &k)) != 0)
+		goto out;
+	if (k.n > 0)
+		rc = record_evals(st, run_id, run_dir, &k);
+out:
+	free(k.step);
+	free(k.evaluated);
+	return rc;
+}
+
+struct thin {
+	int64_t	*step;
+	double	*due;
+	int	*removed;
+	size_t	 n, cap;
+};
+
+static int
+add_thin(void *ctx, const struct state_checkpoint *c)
+{
+	struct thin	*t = ctx;
+
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 16;
+		t->step = xreallocarray(t->step, t->cap, sizeof *t->step);
+		t->due = xreallocarray(t->due, t->cap, sizeof *t->due);
+		t->removed = xreallocarray(t->removed, t->cap,
+		    sizeof *t->removed);
+	}
+	t->step[t->n] = c->step;
+	t->due[t->n] = c->due_s;
+	t->removed[t->n] = c->removed;
+	t->n++;
+	return 0;
+}
+
+/* A checkpoint dir holds files only (the trainer's layout). */
+static int
+remove_flat_dir(const char *dir)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*p;
+	int		 rc = 0;
+
+	if ((d = opendir(dir)) == NULL)
+		return errno == ENOENT ? 0 : CADRE_ERR_SYSTEM;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		xasprintf(&p, "%s/%s", dir, de->d_name);
+		if (unlink(p) != 0 && errno != ENOENT)
+			rc = CADRE_ERR_SYSTEM;
+		free(p);
+	}
+	closedir(d);
+	if (rc == 0 && rmdir(dir) != 0 && errno != ENOENT)
+		rc = CADRE_ERR_SYSTEM;
+	return rc;
+}
+
+int
+collect_thin(struct state *st, const char *run_id, const char *run_dir,
+    char *const *at, size_t nat, int *removed)
+{
+	struct thin	 t;
+	char		*path, *latest = NULL, *dir;
+	size_t		 i, j, len;
+	int		 rc, keep;
+
+	*removed = 0;
+	memset(&t, 0, sizeof t);
+	if ((rc = state_list_checkpoints(st, run_id, add_thin, &t)) != 0)
+		goto out;
+	xasprintf(&path, "%s/checkpoints/latest", run_dir);
+	if (read_bounded(path, 256, &latest, &len) == 0)
+		latest[strcspn(latest, "\n")] = '\0';
+	free(path);
+	for (i = 0; i < t.n; i++) {
+		if (t.removed[i])
+			continue;
+		keep = 0;
+		for (j = 0; j < nat && !keep; j++)
+			keep = fabs(t.due[i] - (double)strtoll(at[j], NULL,
+			    10)) < 0.5;
+		if (keep || (latest != NULL && step_of(latest) == t.step[i]))
+			continue;
+		xasprintf(&dir, "%s/checkpoints/step-%" PRId64, run_dir,
+		    t.step[i]);
+		if (remove_flat_dir(dir) != 0)
+			log_warn("run %s: %s: %s", run_id, dir, strerror(errno));
+		else if ((rc = state_set_checkpoint_removed(st, run_id,
+		    t.step[i])) == 0)
+			(*removed)++;
+		free(dir);
+		if (rc != 0)
+			break;
+	}
+out:
+	free(latest);
+	free(t.step);
+	free(t.due);
+	free(t.removed);
+	return rc;
+}

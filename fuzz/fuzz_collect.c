@@ -1,0 +1,34 @@
+/* libFuzzer target: a meta.json and the lines of an eval.jsonl as cadred
+ * reads them from a run directory (daemon/collect.c). */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct collect_meta	 m;
+	const char		*p = (const char *)data, *end = p + size, *nl;
+	char			 msg[512], *error;
+	int64_t			 step;
+	double			 loss, acc;
+
+	(void)collect_parse_meta(p, size, &m, msg, sizeof msg);
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (nl == NULL)
+			nl = end;
+		if (collect_parse_eval(p, (size_t)(nl - p), &step, &loss, &acc,
+		    &error, msg, sizeof msg) == 0)
+			free(error);
+		p = nl + 1;
+	}
+	return 0;
+}
