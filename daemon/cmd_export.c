@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "collect.h"
 #include "duration.h"
@@ -165,8 +166,9 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 	struct collect_meta	 meta;
 	struct pick		 p;
 	const char		*run, *dir;
-	char			*src = NULL, *tmp = NULL, *text = NULL;
+	char			*src = NULL, *tmp = NULL;
 	char			*path = NULL, *to = NULL, *vocab = NULL;
+	struct cbuf		 mb = { NULL, 0, 0, 0 };
 	char			 msg[512], d[32];
 	static const char *const files[] = { "config.json", "model.safetensors" };
 	size_t			 i;
@@ -213,15 +215,14 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 	}
 	xasprintf(&src, "%s/%s", sr.run_dir, p.c.path);
 	xasprintf(&path, "%s/meta.json", src);
-	if ((fp = fopen(path, "re")) == NULL) {
-		fprintf(stderr, "cadre export: %s: %s\n", path, strerror(errno));
+	cbuf_init(&mb, COLLECT_META_MAX);
+	if ((rc = cbuf_read_file(&mb, path)) != 0) {
+		fprintf(stderr, "cadre export: %s: %s\n", path, rc ==
+		    CADRE_ERR_TOO_LARGE ? "too large" : strerror(errno));
 		goto out;
 	}
-	/* one byte past the bound: the parser refuses a larger file */
-	text = xmalloc(COLLECT_META_MAX + 1);
-	i = fread(text, 1, COLLECT_META_MAX + 1, fp);
-	fclose(fp);
-	if (collect_parse_meta(text, i, &meta, msg, sizeof msg) != 0) {
+	if (collect_parse_meta(mb.data != NULL ? mb.data : "", mb.len, &meta,
+	    msg, sizeof msg) != 0) {
 		fprintf(stderr, "cadre export: %s: %s\n", path, msg);
 		goto out;
 	}
@@ -310,7 +311,7 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 	free(vocab);
 	free(to);
 	free(path);
-	free(text);
+	cbuf_free(&mb);
 	free(src);
 	state_close(st);
 	return ret;

@@ -227,40 +227,29 @@ step_of(const char *name)
 	return n;
 }
 
-/* Reads up to max bytes of path: 0 and *buf (NUL-terminated), or an error;
- * CADRE_ERR_TOO_LARGE past max. */
+/* The regular file at path, up to max bytes (cbuf_read_file): 0 and *buf
+ * (NUL-terminated, caller frees), CADRE_ERR_NOT_FOUND, CADRE_ERR_INVALID
+ * for anything but a regular file (a FIFO would block the daemon's loop),
+ * CADRE_ERR_TOO_LARGE or CADRE_ERR_SYSTEM. */
 static int
-read_bounded(const char *path, size_t max, char **buf, size_t *len)
+read_regular(const char *path, size_t max, char **buf, size_t *len)
 {
-	struct stat	 sb;
-	ssize_t		 n;
-	size_t		 got = 0;
-	int		 fd;
+	struct stat	sb;
+	struct cbuf	b;
+	int		rc;
 
 	*buf = NULL;
 	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+	if (lstat(path, &sb) != 0)
 		return errno == ENOENT ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
+	if (!S_ISREG(sb.st_mode))
 		return CADRE_ERR_INVALID;
+	cbuf_init(&b, max);
+	if ((rc = cbuf_read_file(&b, path)) != 0) {
+		cbuf_free(&b);
+		return rc;
 	}
-	if ((uint64_t)sb.st_size > max) {
-		close(fd);
-		return CADRE_ERR_TOO_LARGE;
-	}
-	*buf = xmalloc((size_t)sb.st_size + 1);
-	while (got < (size_t)sb.st_size) {
-		n = read(fd, *buf + got, (size_t)sb.st_size - got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	(*buf)[got] = '\0';
-	*len = got;
+	*buf = cbuf_detach(&b, len);
 	return 0;
 }
 
@@ -314,7 +303,7 @@ record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
 			continue;
 		xasprintf(&dir, "%s/%s", cdir, de->d_name);
 		xasprintf(&path, "%s/meta.json", dir);
-		rr = read_bounded(path, COLLECT_META_MAX, &text, &len);
+		rr = read_regular(path, COLLECT_META_MAX, &text, &len);
 		if (rr == 0)
 			rr = collect_parse_meta(text, len, &m, msg, sizeof msg);
 		else
@@ -355,47 +344,85 @@ record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
 	return rc;
 }
 
-static int
-record_evals(struct state *st, const char *run_id, const char *run_dir,
-    const struct known *k)
+int
+collect_read_eval(const char *path, void *ctx,
+    int (*line_fn)(void *ctx, const struct collect_eval *e),
+    void (*bad_fn)(void *ctx, size_t lineno, const char *msg))
 {
-	char		*path, *text, *line, *nl, *error, msg[512];
-	size_t		 len, lineno = 0;
-	int64_t		 step;
-	double		 loss = 0, acc = 0;
-	ssize_t		 i;
-	int		 rc = 0, rr;
+	struct collect_eval	 e;
+	char			*text, *line, *nl, msg[512];
+	size_t			 len, lineno = 0;
+	int			 rc;
 
-	xasprintf(&path, "%s/eval.jsonl", run_dir);
-	rr = read_bounded(path, COLLECT_EVAL_MAX, &text, &len);
-	if (rr != 0) {
-		if (rr != CADRE_ERR_NOT_FOUND)
-			log_warn("run %s: %s: %s", run_id, path,
-			    rr == CADRE_ERR_TOO_LARGE ? "over the size bound, "
-			    "not read" : cadre_strerror(rr));
-		free(path);
-		return 0;
-	}
+	if ((rc = read_regular(path, COLLECT_EVAL_MAX, &text, &len)) != 0)
+		return rc;
 	for (line = text; line < text + len && rc == 0; line = nl + 1) {
 		lineno++;
 		if ((nl = memchr(line, '\n', (size_t)(text + len - line))) == NULL)
 			break;	/* a line being written */
 		if (nl == line)
 			continue;
-		if (collect_parse_eval(line, (size_t)(nl - line), &step, &loss,
-		    &acc, &error, msg, sizeof msg) != 0) {
-			log_warn("run %s: %s:%zu: %s", run_id, path, lineno, msg);
+		memset(&e, 0, sizeof e);
+		if (collect_parse_eval(line, (size_t)(nl - line), &e.step, &e.loss,
+		    &e.accuracy, &e.error, msg, sizeof msg) != 0) {
+			bad_fn(ctx, lineno, msg);
 			continue;
 		}
-		if ((i = known_find(k, step)) >= 0 && !k->evaluated[i]) {
-			rr = state_set_checkpoint_eval(st, run_id, step, loss, acc,
-			    error);
-			if (rr != 0 && rr != CADRE_ERR_NOT_FOUND)
-				rc = rr;
-		}
-		free(error);
+		rc = line_fn(ctx, &e);
+		free(e.error);
 	}
 	free(text);
+	return rc;
+}
+
+struct evals {
+	struct state		*st;
+	const char		*run_id, *path;
+	const struct known	*k;
+};
+
+static int
+record_eval(void *ctx, const struct collect_eval *e)
+{
+	struct evals	*v = ctx;
+	ssize_t		 i;
+	int		 rc;
+
+	if ((i = known_find(v->k, e->step)) < 0 || v->k->evaluated[i])
+		return 0;
+	rc = state_set_checkpoint_eval(v->st, v->run_id, e->step, e->loss,
+	    e->accuracy, e->error);
+	return rc == CADRE_ERR_NOT_FOUND ? 0 : rc;
+}
+
+static void
+warn_eval(void *ctx, size_t lineno, const char *msg)
+{
+	struct evals	*v = ctx;
+
+	log_warn("run %s: %s:%zu: %s", v->run_id, v->path, lineno, msg);
+}
+
+static int
+record_evals(struct state *st, const char *run_id, const char *run_dir,
+    const struct known *k)
+{
+	struct evals	v = { st, run_id, NULL, k };
+	char		*path;
+	int		 rc;
+
+	xasprintf(&path, "%s/eval.jsonl", run_dir);
+	v.path = path;
+	rc = collect_read_eval(path, &v, record_eval, warn_eval);
+	if (rc == CADRE_ERR_NOT_FOUND)
+		rc = 0;
+	else if (rc == CADRE_ERR_TOO_LARGE || rc == CADRE_ERR_SYSTEM ||
+	    rc == CADRE_ERR_INVALID) {
+		log_warn("run %s: %s: %s", run_id, path, rc ==
+		    CADRE_ERR_TOO_LARGE ? "over the size bound, not read" :
+		    cadre_strerror(rc));
+		rc = 0;
+	}
 	free(path);
 	return rc;
 }
@@ -494,7 +521,7 @@ collect_thin(struct state *st, const char *run_id, const char *run_dir,
 	if ((rc = state_list_checkpoints(st, run_id, add_thin, &t)) != 0)
 		goto out;
 	xasprintf(&path, "%s/checkpoints/latest", run_dir);
-	if (read_bounded(path, 256, &latest, &len) == 0)
+	if (read_regular(path, 256, &latest, &len) == 0)
 		latest[strcspn(latest, "\n")] = '\0';
 	free(path);
 	for (i = 0; i < t.n; i++) {

@@ -52,6 +52,25 @@ int collect_verify(const char *dir, const struct collect_meta *m, char *msg,
 int collect_parse_eval(const char *line, size_t len, int64_t *step,
     double *loss, double *accuracy, char **error, char *msg, size_t msglen);
 
+/* One parsed eval.jsonl line: figures, or error (not NULL). */
+struct collect_eval {
+	int64_t	 step;
+	double	 loss, accuracy;
+	char	*error;
+};
+
+/*
+ * Reads the eval.jsonl at path (up to COLLECT_EVAL_MAX bytes): line_fn for
+ * each line that parses (a non-zero return stops and is returned), bad_fn
+ * with the 1-based line number and the reason for each that does not; a
+ * last line without its newline is being written and is left for later.
+ * CADRE_ERR_NOT_FOUND without a file, CADRE_ERR_TOO_LARGE past the bound,
+ * CADRE_ERR_SYSTEM (errno) or CADRE_ERR_INVALID (not a regular file).
+ */
+int collect_read_eval(const char *path, void *ctx,
+    int (*line_fn)(void *ctx, const struct collect_eval *e),
+    void (*bad_fn)(void *ctx, size_t lineno, const char *msg));
+
 /* Records run_id's timed checkpoints under run_dir not yet in st (attempt:
  * the run's current attempt), and the eval figures of eval.jsonl. *added
  * (when not NULL) counts the new ones. 0, or CADRE_ERR_IO from the

@@ -386,48 +386,48 @@ metrics_load(struct metrics *m, const char *path, struct diags *d)
 	return rc;
 }
 
+struct eval_load {
+	struct metrics	*m;
+	struct diags	*d;
+	const char	*path;
+};
+
+static int
+eval_line(void *ctx, const struct collect_eval *e)
+{
+	struct eval_load	*el = ctx;
+	size_t			 i;
+
+	for (i = 0; i < el->m->nmarks && e->error == NULL; i++) {
+		if (el->m->marks[i].step == e->step) {
+			el->m->marks[i].loss = e->loss;
+			el->m->marks[i].accuracy = e->accuracy;
+		}
+	}
+	return 0;
+}
+
+static void
+eval_bad(void *ctx, size_t lineno, const char *msg)
+{
+	struct eval_load	*el = ctx;
+
+	diag_warning(el->d, el->path, (unsigned)lineno, 0, "%s", msg);
+}
+
 int
 metrics_load_eval(struct metrics *m, const char *path, struct diags *d)
 {
-	FILE	*fp;
-	char	*text, *line, *nl, *error, msg[512];
-	size_t	 len, lineno = 0, i;
-	int64_t	 step;
-	double	 loss, acc;
+	struct eval_load	el = { m, d, path };
+	int			rc;
 
-	if ((fp = fopen(path, "re")) == NULL)
-		return errno == ENOENT ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
-	text = xmalloc(COLLECT_EVAL_MAX + 1);
-	len = fread(text, 1, COLLECT_EVAL_MAX + 1, fp);
-	fclose(fp);
-	if (len > COLLECT_EVAL_MAX) {
+	rc = collect_read_eval(path, &el, eval_line, eval_bad);
+	if (rc == CADRE_ERR_TOO_LARGE) {
 		diag_warning(d, path, 0, 0, "over %zu bytes: not read",
 		    COLLECT_EVAL_MAX);
-		free(text);
-		return 0;
+		rc = 0;
 	}
-	text[len] = '\0';
-	for (line = text; line < text + len; line = nl + 1) {
-		lineno++;
-		if ((nl = memchr(line, '\n', (size_t)(text + len - line))) == NULL)
-			break;	/* being written */
-		if (nl == line)
-			continue;
-		if (collect_parse_eval(line, (size_t)(nl - line), &step, &loss,
-		    &acc, &error, msg, sizeof msg) != 0) {
-			diag_warning(d, path, (unsigned)lineno, 0, "%s", msg);
-			continue;
-		}
-		for (i = 0; i < m->nmarks && error == NULL; i++) {
-			if (m->marks[i].step == step) {
-				m->marks[i].loss = loss;
-				m->marks[i].accuracy = acc;
-			}
-		}
-		free(error);
-	}
-	free(text);
-	return 0;
+	return rc;
 }
 
 static int

@@ -457,24 +457,20 @@ state_add(struct st_writer *w, struct hash_job *j, const char *name,
 	j->npc++;
 }
 
-/* Whether CDIR/step-N/meta.json says the checkpoint is a timed one. Our
- * own file, written whole before the rename: a bounded read and a search
- * for the member write_checkpoint() puts on a line of its own. */
+/* Whether CDIR/step-N is a timed checkpoint; one whose meta.json does
+ * not read is not known to be, and the rotation may take it. */
 static int
 timed_checkpoint(const char *cdir, int64_t step)
 {
-	char	*path, buf[CKPT_META_MAX + 1];
-	size_t	 n = 0;
-	FILE	*fp;
+	struct ckpt_state	 st;
+	char			*dir, sums[3][65], err[256];
+	int			 timed;
 
-	xasprintf(&path, "%s/step-%" PRId64 "/meta.json", cdir, step);
-	if ((fp = fopen(path, "re")) != NULL) {
-		n = fread(buf, 1, CKPT_META_MAX, fp);
-		fclose(fp);
-	}
-	free(path);
-	buf[n] = '\0';
-	return strstr(buf, "\n  \"due_s\": ") != NULL;
+	xasprintf(&dir, "%s/step-%" PRId64, cdir, step);
+	timed = ckpt_read_meta(dir, &st, sums, err, sizeof err) == 0 &&
+	    st.due_s > 0;
+	free(dir);
+	return timed;
 }
 
 /* Once latest names the new checkpoint: the one it replaced (set aside as
@@ -994,29 +990,38 @@ dims(const struct bert_config *c, char *s, size_t n)
 }
 
 int
+ckpt_read_meta(const char *dir, struct ckpt_state *st, char sums[3][65],
+    char *err, size_t errlen)
+{
+	struct cbuf	 b;
+	char		*path;
+	int		 error;
+
+	cbuf_init(&b, CKPT_META_MAX);
+	xasprintf(&path, "%s/meta.json", dir);
+	if ((error = cbuf_read_file(&b, path)) != 0)
+		snprintf(err, errlen, "%s: %s", path, error == CADRE_ERR_TOO_LARGE ?
+		    "too large" : strerror(errno));
+	else
+		error = ckpt_meta_parse(b.data != NULL ? b.data : "", b.len, path,
+		    st, sums, err, errlen);
+	cbuf_free(&b);
+	free(path);
+	return error != 0 ? CADRE_ERR_IO : 0;
+}
+
+int
 ckpt_verify(const char *dir, const struct bert_config *cfg,
     struct ckpt_state *st, char *err, size_t errlen)
 {
 	struct bert_config	 c = *cfg;
-	struct cbuf		 b;
 	char			*path = NULL, sums[3][65], hex[65], a[96], bb[96];
 	uint64_t		 bytes;
 	size_t			 i;
 	int			 error;
 
-	cbuf_init(&b, CKPT_META_MAX);
-	xasprintf(&path, "%s/meta.json", dir);
-	if ((error = cbuf_read_file(&b, path)) != 0) {
-		snprintf(err, errlen, "%s: %s", path, error == CADRE_ERR_TOO_LARGE ?
-		    "too large" : strerror(errno));
-		error = CADRE_ERR_IO;
+	if ((error = ckpt_read_meta(dir, st, sums, err, errlen)) != 0)
 		goto out;
-	}
-	if ((error = ckpt_meta_parse(b.data != NULL ? b.data : "", b.len, path, st,
-	    sums, err, errlen)) != 0) {
-		error = CADRE_ERR_IO;
-		goto out;
-	}
 	for (i = 0; i < 3; i++) {
 		free(path);
 		xasprintf(&path, "%s/%s", dir, ckpt_files[i]);
@@ -1052,7 +1057,6 @@ ckpt_verify(const char *dir, const struct bert_config *cfg,
 	error = 0;
 out:
 	free(path);
-	cbuf_free(&b);
 	return error;
 }
 

@@ -93,6 +93,10 @@ int ckpt_find(const char *out, const struct bert_config *cfg, char **dirp,
  * directories are removed; a .old-step-N (set aside while its step-N was
  * replaced) is put back when step-N is missing, else removed. */
 void ckpt_cleanup(const char *out);
+/* Reads and parses dir/meta.json (ckpt_meta_parse): 0, or CADRE_ERR_IO
+ * with the reason in err. */
+int ckpt_read_meta(const char *dir, struct ckpt_state *st, char sums[3][65],
+    char *err, size_t errlen);
 /* Checks dir's files against its meta.json and its model against cfg. */
 int ckpt_verify(const char *dir, const struct bert_config *cfg,
     struct ckpt_state *st, char *err, size_t errlen);

@@ -30,6 +30,7 @@
 #include <cblas.h>
 #endif
 
+#include "buf.h"
 #include "checkpoint.h"
 #include "commit.h"
 #include "dist.h"
@@ -1474,30 +1475,21 @@ list_timed(const char *run_dir, struct timed **out)
 	struct ckpt_state	 st;
 	struct dirent		*de;
 	struct timed		*t = NULL;
-	size_t			 n = 0, cap = 0, len;
-	char			*cdir, *path, sums[3][65], err[512], *text;
+	size_t			 n = 0, cap = 0;
+	char			*cdir, *path, sums[3][65], err[512];
 	DIR			*dp;
-	FILE			*fp;
 	int64_t			 step;
 
 	xasprintf(&cdir, "%s/checkpoints", run_dir);
 	if ((dp = opendir(cdir)) == NULL)
 		usage_fail("%s: %s", cdir, strerror(errno));
-	text = xmalloc(CKPT_META_MAX + 1);
 	while ((de = readdir(dp)) != NULL) {
 		if (strncmp(de->d_name, "step-", 5) != 0 ||
 		    str_to_int64(de->d_name + 5, &step) != 0 || step < 0)
 			continue;
-		xasprintf(&path, "%s/%s/meta.json", cdir, de->d_name);
-		len = 0;
-		if ((fp = fopen(path, "re")) != NULL) {
-			len = fread(text, 1, CKPT_META_MAX + 1, fp);
-			fclose(fp);
-		}
-		if (fp == NULL || len > CKPT_META_MAX ||
-		    ckpt_meta_parse(text, len, path, &st, sums, err, sizeof err) != 0)
-			log_warn("%s: %s: skipped", path, fp == NULL ? strerror(errno) :
-			    len > CKPT_META_MAX ? "too large" : err);
+		xasprintf(&path, "%s/%s", cdir, de->d_name);
+		if (ckpt_read_meta(path, &st, sums, err, sizeof err) != 0)
+			log_warn("%s: skipped", err);
 		else if (st.due_s > 0) {
 			if (n == cap) {
 				cap = cap ? 2 * cap : 16;
@@ -1510,7 +1502,6 @@ list_timed(const char *run_dir, struct timed **out)
 		free(path);
 	}
 	closedir(dp);
-	free(text);
 	free(cdir);
 	if (n > 0)
 		qsort(t, n, sizeof *t, timed_cmp);
@@ -1527,22 +1518,22 @@ done_steps(const char *path, const struct timed *t, size_t n)
 	unsigned char		*done = xcalloc(n > 0 ? n : 1, 1);
 	struct tj_node		*o;
 	const struct tj_node	*st;
-	char			*text, *line, *nl, err[256];
-	size_t			 len, lineno = 0, i;
-	FILE			*fp;
+	struct cbuf		 b;
+	char			*line, *nl, err[256] = "";
+	size_t			 lineno = 0, i;
+	int			 rc;
 
-	if ((fp = fopen(path, "re")) == NULL) {
+	cbuf_init(&b, EVAL_FILE_MAX);
+	if ((rc = cbuf_read_file(&b, path)) != 0) {
+		if (rc == CADRE_ERR_TOO_LARGE)
+			usage_fail("%s: over %d bytes: move it aside", path,
+			    EVAL_FILE_MAX);
 		if (errno != ENOENT)
 			usage_fail("%s: %s", path, strerror(errno));
+		cbuf_free(&b);
 		return done;
 	}
-	text = xmalloc(EVAL_FILE_MAX + 1);
-	len = fread(text, 1, EVAL_FILE_MAX + 1, fp);
-	fclose(fp);
-	if (len > EVAL_FILE_MAX)
-		usage_fail("%s: over %d bytes: move it aside", path, EVAL_FILE_MAX);
-	text[len] = '\0';
-	for (line = text; *line != '\0'; line = nl + 1) {
+	for (line = b.data; line != NULL && *line != '\0'; line = nl + 1) {
 		lineno++;
 		if ((nl = strchr(line, '\n')) == NULL)
 			break;	/* a line cut by a kill: redone */
@@ -1558,9 +1549,8 @@ done_steps(const char *path, const struct timed *t, size_t n)
 				done[i] = 1;
 		}
 		tj_free(o);
-		err[0] = '\0';
 	}
-	free(text);
+	cbuf_free(&b);
 	return done;
 }
 

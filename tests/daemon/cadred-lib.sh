@@ -107,3 +107,19 @@ cmd_timeout = 10
 log_level = info
 CONF
 }
+
+# use_min_step_ms MS (after use_real_programs): cadred runs the real
+# cadre-train through a wrapper that makes each training step take at
+# least MS milliseconds (--min-step-ms), so that what a test times (a
+# time limit's signal, a checkpoint mark) lands at the same step on a
+# fast machine as on a slow one. `cadre-train train --config ...` stays
+# the start of the command line (pgrep finds ranks by it).
+use_min_step_ms() {
+	cat > "$work/cadre-train" <<WRAP
+#!/bin/sh
+[ "\$1" = train ] && exec "$top_builddir/cadre-train" "\$@" --min-step-ms $1
+exec "$top_builddir/cadre-train" "\$@"
+WRAP
+	chmod +x "$work/cadre-train"
+	sed -i "s|^trainer = .*|trainer = $work/cadre-train|" "$conf"
+}

@@ -42,13 +42,7 @@ trap 'exit 130' INT TERM HUP
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ASAN_OPTIONS
 
-cat > "$work/cadre-train" <<WRAP
-#!/bin/sh
-[ "\$1" = train ] && exec "$top_builddir/cadre-train" "\$@" --min-step-ms 400
-exec "$top_builddir/cadre-train" "\$@"
-WRAP
-chmod +x "$work/cadre-train"
-sed -i "s|^trainer = .*|trainer = $work/cadre-train|" "$conf"
+use_min_step_ms 400
 
 # Real text: the first lines to train on, the last to evaluate on.
 sh "$top_srcdir/tests/trainer/realtext.sh" 9000 > "$work/all.txt"

@@ -12,12 +12,7 @@ use_real_programs
 # Each step takes at least 150 ms (--min-step-ms), whatever the machine's
 # speed: the kill lands before the run is done, and the time limit's
 # SIGUSR1 comes before the first attempt can finish (below).
-cat > "$work/cadre-train" <<WRAP
-#!/bin/sh
-exec "$top_builddir/cadre-train" "\$@" --min-step-ms 150
-WRAP
-chmod +x "$work/cadre-train"
-sed -i "s|^trainer = .*|trainer = $work/cadre-train|" "$conf"
+use_min_step_ms 150
 # Open MPI's allocations outlive MPI_Finalize by design: a debug build's
 # LeakSanitizer would fail every rank at exit (cadre-train built with MPI
 # and ASan turns it off by default, too).
