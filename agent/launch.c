@@ -68,7 +68,7 @@ struct launch {
 	double		 deadline;
 	/* The probe round: threads take the next index. */
 	int		 sigfd;		/* read end of the signal pipe */
-	int		 stop_sig;	/* SIGTERM/SIGINT/SIGHUP seen in the wait */
+	int		 stop_sig;	/* a signal seen before the ranks start */
 	pthread_mutex_t	 mu;
 	size_t		 next;
 	size_t		*pending;
@@ -90,8 +90,9 @@ launch_usage(FILE *f)
 	    "  (default 180s); then writes DIR/hostfile and runs COMMAND on N slots per node\n"
 	    "  (default 1; a nodefile gives its own counts) with mpirun over `cadre-agent\n"
 	    "  rsh`. Each rank's output goes to DIR/log/rank-R.log tagged with rank and node.\n"
-	    "  SIGUSR1 reaches every rank; SIGTERM/SIGINT ask the ranks to stop (they get\n"
-	    "  SIGTERM), and after --term-grace (default 60s) mpirun is terminated.\n"
+	    "  SIGUSR1 reaches every rank (one before the ranks start stops the launch,\n"
+	    "  preempted); SIGTERM/SIGINT ask the ranks to stop (they get SIGTERM), and\n"
+	    "  after --term-grace (default 60s) mpirun is terminated.\n"
 	    "  Writes DIR/status.json; a rank exiting 75 is preempted, 3 oom, killed by a\n"
 	    "  signal node_fail. Exit status: 0 done, 1 failed, 2 usage,\n"
 	    "  3 startup_timeout, 4 node_fail, 5 preempted, 6 oom. --wait-only: only the wait;\n"
@@ -202,7 +203,10 @@ find_lost(struct launch *l, json_t **lostp, struct cbuf *names)
 }
 
 /* Sleeps up to secs, watching the signal pipe: CADRE_ERR_CANCELLED once
- * SIGTERM, SIGINT or SIGHUP came (SIGUSR1 has no rank to reach yet). */
+ * SIGTERM, SIGINT, SIGHUP or SIGUSR1 came. SIGUSR1 is the scheduler's one
+ * warning that the time limit is near: with no rank to pass it to yet,
+ * and no time to be sure of a checkpoint, the launch stops (resumable)
+ * rather than start ranks that would never hear of it. */
 static int
 wait_signal(struct launch *l, double secs)
 {
@@ -214,7 +218,8 @@ wait_signal(struct launch *l, double secs)
 	if (poll(&pfd, 1, (int)(secs * 1000)) == -1 && errno != EINTR)
 		fatal("poll");
 	while (read(l->sigfd, &sig, 1) == 1)
-		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP ||
+		    sig == SIGUSR1)
 			l->stop_sig = sig;
 	return l->stop_sig != 0 ? CADRE_ERR_CANCELLED : 0;
 }
@@ -793,7 +798,12 @@ cmd_launch(int argc, char **argv)
 	memset(&l, 0, sizeof l);
 	memset(&ct, 0, sizeof ct);
 	memset(&fe, 0, sizeof fe);
-	l.sigfd = -1;
+	/* Signals go through a pipe from the start (a scheduler's signal
+	 * during the setup must not kill us): read in the wait and while
+	 * mpirun runs. */
+	if ((l.sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP,
+	    SIGUSR1, SIGCHLD }, 5)) == -1)
+		fatal("pipe");
 	cbuf_init(&lostnames, 1 << 20);
 	pthread_mutex_init(&l.mu, NULL);
 	l.startup_timeout = 180;
@@ -966,11 +976,6 @@ cmd_launch(int argc, char **argv)
 	free(status_path);
 	l.keyfile = rundir_path(l.rundir, RUNDIR_CLIENT_KEY);
 
-	/* Signals go through a pipe from here on: during the wait and while
-	 * mpirun runs. */
-	if ((l.sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP,
-	    SIGUSR1, SIGCHLD }, 5)) == -1)
-		fatal("pipe");
 
 	/* 1. Every agent published and answering with its pinned key. */
 	t0 = now_mono();
@@ -989,6 +994,9 @@ cmd_launch(int argc, char **argv)
 	} else {
 		error = wait_ready(&l);
 	}
+	/* one that came during the setup, or the wait's last round */
+	if (error == 0 && wait_signal(&l, 0) != 0)
+		error = CADRE_ERR_CANCELLED;
 	startup = now_mono() - t0;
 	st = json_object();
 	json_object_set_new(st, "startup_seconds", json_real(startup));

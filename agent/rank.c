@@ -218,7 +218,10 @@ cmd_rank(int argc, char **argv)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
-		signal(SIGUSR1, SIG_DFL);
+		/* Ignored until CMD installs its own handler (cadre-train does
+		 * first thing): a time-limit warning that comes while CMD
+		 * starts must not kill the rank. */
+		signal(SIGUSR1, SIG_IGN);
 		signal(SIGUSR2, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
 		if (dup2(out[1], 1) == -1 || dup2(err[1], 2) == -1)

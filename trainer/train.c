@@ -1228,6 +1228,15 @@ cmd_train(int argc, char **argv)
 
 	memset(&r, 0, sizeof r);
 	memset(&iv, 0, sizeof iv);
+	/* Before anything slow (MPI, the data, a resume, the GPU): Slurm's
+	 * SIGUSR1 comes once, and one during startup must neither kill the
+	 * rank nor be lost. The first step then checkpoints and stops. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	run_open(&r, argc, argv);
 	run_gpu_open(&r);
 	run_resume(&r);
@@ -1239,12 +1248,6 @@ cmd_train(int argc, char **argv)
 	}
 	if (r.w != NULL && r.tc.keep_timed)
 		ckpt_writer_keep_timed(r.w);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
 
 	start = r.st.step;
 	if (r.mx != NULL)
