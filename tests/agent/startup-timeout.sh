@@ -52,32 +52,23 @@ grep -q "^ready 2 " "$work/out" || fail "nodefile wait: $(cat "$work/out")"
 [ -f "$rd/status.json" ] && fail "--wait-only wrote status.json"
 ok "--nodefile (PBS form) and --wait-only"
 
-# SIGTERM during the wait (a preemption at start-up): preempted, at once.
-rm -f "$rd/status.json"
-"$agent" launch --run-dir "$rd" --nodes nx --startup-timeout 60s -- true 2>"$work/err" &
-lp=$!
-pids="$pids $lp"
-sleep 0.5
-kill -TERM $lp
-wait_exit 5 $lp; rc=$?
-[ "$rc" = 5 ] || fail "SIGTERM in the wait: status $rc, expected 5: $(cat "$work/err")"
-grep -q '"reason": "preempted"' "$rd/status.json" || fail "status.json after SIGTERM in the wait"
-ok "SIGTERM while waiting for agents: preempted (5) within 5 s"
-
-# SIGUSR1 there (the scheduler's one time-limit warning, before any rank
-# could hear it): preempted too, not ignored and not fatal.
-rm -f "$rd/status.json"
-"$agent" launch --run-dir "$rd" --nodes nx --startup-timeout 60s -- true 2>"$work/err" &
-lp=$!
-pids="$pids $lp"
-sleep 0.5
-kill -USR1 $lp
-wait_exit 5 $lp; rc=$?
-[ "$rc" = 5 ] || fail "SIGUSR1 in the wait: status $rc, expected 5: $(cat "$work/err")"
-grep -q '"reason": "preempted"' "$rd/status.json" &&
-    grep -q '"resumable": true' "$rd/status.json" ||
-    fail "status.json after SIGUSR1 in the wait: $(cat "$rd/status.json")"
-ok "SIGUSR1 while waiting for agents: preempted (5), resumable"
+# SIGTERM during the wait (a preemption at start-up), and SIGUSR1 there
+# (the scheduler's one time-limit warning, before any rank could hear
+# it): preempted and resumable, at once; neither ignored nor fatal.
+for sig in TERM USR1; do
+	rm -f "$rd/status.json"
+	"$agent" launch --run-dir "$rd" --nodes nx --startup-timeout 60s -- true 2>"$work/err" &
+	lp=$!
+	pids="$pids $lp"
+	sleep 0.5
+	kill -$sig $lp
+	wait_exit 5 $lp; rc=$?
+	[ "$rc" = 5 ] || fail "SIG$sig in the wait: status $rc, expected 5: $(cat "$work/err")"
+	grep -q '"reason": "preempted"' "$rd/status.json" &&
+	    grep -q '"resumable": true' "$rd/status.json" ||
+	    fail "status.json after SIG$sig in the wait: $(cat "$rd/status.json")"
+	ok "SIG$sig while waiting for agents: preempted (5) within 5 s, resumable"
+done
 
 for bad in "--nodes n[1-" "--nodes bad/name" "--nodes n1 --slots 0" "--startup-timeout 5 --nodes n1"; do
 	# shellcheck disable=SC2086
