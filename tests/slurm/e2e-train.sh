@@ -137,16 +137,17 @@ check "kill: the run ends at step 200" \
     "$(grep -c '"event":"summary","step":200,"complete":true' "$(mx "$run")")" 1
 
 # ---- the time limit: SIGUSR1, checkpoint, requeued, finished
-# 2 minutes with a 90 s grace: SIGUSR1 comes 30 s in, or up to 30 s later
-# (slurmctld looks at time limits every 30 s), long before 600 steps are
-# done (at least 90 s at 150 ms a step), so the first attempt stops on
-# the signal, with a minute left to checkpoint and exit before the limit;
-# a later attempt finishes.
-spec limit 1 600 0s 2m 90s 30s
+# 2 minutes with a 60 s grace: SIGUSR1 comes 60 s in, or up to 30 s later
+# (slurmctld looks at time limits every 30 s), before 700 steps are done
+# (at least 105 s at 150 ms a step), so the first attempt stops on the
+# signal, with 30 s or more left to checkpoint and exit before the limit.
+# Each attempt trains about a minute less its startup: the second or
+# third finishes.
+spec limit 1 700 0s 2m 60s 30s
 submit limit > /dev/null
 run=$(run_ids "$work/limit.yaml")
 dir=$CADRE_STATE_DIR/runs/$run
-if wait_run 420 "$run" done; then
+if wait_run 540 "$run" done; then
 	pass "time limit: done after $(run_field "$run" attempts) attempts"
 else
 	fail "time limit: run $run $(run_field "$run" state) $(run_field "$run" reason)"
@@ -157,6 +158,6 @@ sig_step=$(grep '"event":"checkpoint".*"reason":"signal"' "$(mx "$run")" | head 
     sed -n 's/.*"step":\([0-9]*\).*/\1/p')
 check "time limit: the second attempt resumed at the signal's checkpoint" \
     "$(event_step "$run" start 2)" "${sig_step:-none}"
-check "time limit: the run ends at step 600" \
-    "$(grep -c '"event":"summary","step":600,"complete":true' "$(mx "$run")")" 1
+check "time limit: the run ends at step 700" \
+    "$(grep -c '"event":"summary","step":700,"complete":true' "$(mx "$run")")" 1
 exit $failed
