@@ -218,10 +218,11 @@ cmd_rank(int argc, char **argv)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
-		/* Ignored until CMD installs its own handler (cadre-train does
-		 * first thing): a time-limit warning that comes while CMD
-		 * starts must not kill the rank. */
-		signal(SIGUSR1, SIG_IGN);
+		/* Not SIG_IGN, though a SIGUSR1 before CMD's handler kills it:
+		 * a shell cannot trap a signal ignored on entry, and wrapper
+		 * scripts trap SIGUSR1. cadre-train's handler comes first
+		 * thing. */
+		signal(SIGUSR1, SIG_DFL);
 		signal(SIGUSR2, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
 		if (dup2(out[1], 1) == -1 || dup2(err[1], 2) == -1)
