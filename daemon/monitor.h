@@ -44,6 +44,9 @@ struct monitor_config {
 /* Defaults (paths from the install prefix). */
 void monitor_config_init(struct monitor_config *c);
 void monitor_config_free(struct monitor_config *c);
+/* dst = a deep copy of src (dst's old strings are not freed). */
+void monitor_config_copy(struct monitor_config *dst,
+    const struct monitor_config *src);
 /* Parses text (len bytes, at most MONITOR_CONFIG_MAX) into c over what
  * it holds: 0, or CADRE_ERR_PARSE / CADRE_ERR_TOO_LARGE with
  * "NAME:LINE: error: ..." in err. c is unchanged on error. */
