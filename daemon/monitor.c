@@ -878,6 +878,24 @@ reachable(struct monitor *m)
 	m->retry_at = 0;
 }
 
+/* Whether launch has written r's status.json: the attempt in progress
+ * ran to its end (an ended one's is set aside as status.N.json). */
+static int
+status_written(struct mrun *r)
+{
+	struct stat	 sb;
+	char		*path;
+	int		 have;
+
+	xasprintf(&path, "%s/status.json", r->run_dir);
+	have = stat(path, &sb) == 0;
+	free(path);
+	return have;
+}
+
+static void end_attempt(struct monitor *, struct mrun *,
+    const struct sched_status *, double);
+
 /* Fails r for good with reason (the attempt too, when there is one). */
 static void
 fail_run(struct monitor *m, struct mrun *r, const char *reason)
@@ -916,9 +934,26 @@ submit_run(struct monitor *m, struct mrun *r, double now)
 			    "name after a restart)", (long long)n, job);
 			goto recorded;
 		}
+		n = r->attempts;
+		if (status_written(r)) {
+			/* its job ran to the end and the scheduler has
+			 * forgotten it (cadred was down past MinJobAge):
+			 * status.json decides, as for a forgotten job */
+			struct sched_status	ss;
+
+			memset(&ss, 0, sizeof ss);
+			ss.state = SCHED_UNKNOWN;
+			ss.exit_code = -1;
+			r->job_pending = 0;
+			event(m, r, "found", "attempt %lld ended while cadred "
+			    "was down (its status.json is in the run dir): not "
+			    "submitted again", (long long)n);
+			end_attempt(m, r, &ss, now);
+			rc = 0;
+			goto out;
+		}
 		/* not there (or the backend cannot say): submit it now, as
 		 * the same attempt */
-		n = r->attempts;
 	} else {
 		n = 0;
 	}
@@ -969,7 +1004,6 @@ recorded:
 	    r->job_id);
 	rc = 0;
 out:
-	(void)now;
 	free(job);
 	free(script);
 	return rc;
@@ -1245,10 +1279,6 @@ static void
 apply_status(struct monitor *m, struct mrun *r, const struct sched_status *ss,
     double now)
 {
-	struct stat	 sb;
-	char		*path;
-	int		 have;
-
 	switch (ss->state) {
 	case SCHED_QUEUED:
 		(void)set_state(m, r, RUN_QUEUED, "");
@@ -1266,10 +1296,8 @@ apply_status(struct monitor *m, struct mrun *r, const struct sched_status *ss,
 	case SCHED_UNKNOWN:
 		/* forgotten (MinJobAge): status.json decides; without one,
 		 * a few polls of grace before the run counts as lost */
-		xasprintf(&path, "%s/status.json", r->run_dir);
-		have = stat(path, &sb) == 0;
-		free(path);
-		if (!have && ++r->unknown_polls < UNKNOWN_POLLS_MAX)
+		if (!status_written(r) &&
+		    ++r->unknown_polls < UNKNOWN_POLLS_MAX)
 			return;
 		break;
 	default:
