@@ -10,7 +10,24 @@
 #define TRAIN_EXIT_OOM		3
 #define TRAIN_EXIT_PREEMPTED	75
 
+struct bert_model;
+struct dist;
+struct loader;
+
 int cmd_train(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
+int cmd_eval(int argc, char **argv);	/* trainer/eval.c */
+
+/* Shared by the two (trainer/train.c). */
+/* A usage error: exit 2 with the message, on every rank. */
+void usage_fail(const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 1, 2)));
+/* s as an integer of lo..hi, else a usage error naming opt. */
+long long opt_int(const char *opt, const char *s, long long lo, long long hi);
+/* Evaluates m over one epoch of l (every rank its share, no dropout):
+ * out[0] MLM loss sum, [1] MLM correct, [2] labelled positions, [3]
+ * sequence loss sum, [4] sequences correct, [5] sequences; summed over
+ * the ranks. 0, or the loader's error. */
+int evaluate(struct bert_model *m, struct loader *l, struct dist *d,
+    int batch, double out[6]);
 
 #endif
