@@ -1,12 +1,14 @@
 #!/bin/sh
 # The local backend's time limit and failures, with a second shortened to
-# 0.1 s (1 minute limit: 6 s; 30 s grace: SIGUSR1 at 3 s, late enough
+# 0.2 s (1 minute limit: 12 s; 30 s grace: SIGUSR1 at 6 s, late enough
 # that the fake ranks have set their traps even on a loaded machine): the
 # ranks get SIGUSR1 first, then SIGTERM at the limit, and the job is
-# timeout; ranks that ignore SIGTERM are killed 30 "seconds" (3 s) later,
-# still timeout, no process left; a failing rank makes the job failed.
+# timeout, with launch's status.json (preempted) written within the 30
+# "seconds" (6 s) before SIGKILL, which mpirun's teardown needs under
+# load; ranks that ignore SIGTERM are killed then, still timeout, no
+# process left; a failing rank makes the job failed.
 . "$top_srcdir/tests/daemon/local-lib.sh"
-SCHEDTOOL_LOCAL_SECOND_MS=100
+SCHEDTOOL_LOCAL_SECOND_MS=200
 export SCHEDTOOL_LOCAL_SECOND_MS
 
 rd=$(newrun limit) || fatal "mkdir"
@@ -20,7 +22,8 @@ if [ -n "$u" ] && [ -n "$t" ] && [ "$u" -lt "$t" ]; then
 else
 	fail "USR1 then TERM: job.out: $(cat "$rd/job.out")"
 fi
-grep -q '"reason": "preempted"' "$rd/status.json" || fail "status.json: $(cat "$rd/status.json")"
+grep -q '"reason": "preempted"' "$rd/status.json" ||
+    fail "status.json: '$(cat "$rd/status.json")'; job.out: $(cat "$rd/job.out")"
 wait_for 15 test -z "$(procs_of "$rd")" || fail "processes left: $(procs_of "$rd")"
 
 rd=$(newrun stubborn) || fatal "mkdir"
