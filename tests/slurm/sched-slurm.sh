@@ -68,6 +68,16 @@ j_real=$(SCHEDTOOL_AGENT=$work/fake-agent "$tool" submit \
 pass "6 jobs submitted: $j_done $j_fail $j_cancel $j_limit $j_requeue $j_real"
 
 state() { "$tool" poll "$1" | cut -d' ' -f2; }
+# job_nodes JOB: the nodes Slurm gave the job (its NodeList). Six jobs
+# share 4 nodes, so which ones a job gets depends on the others' timing.
+job_nodes() {
+	scontrol show job "$1" 2>/dev/null | sed -n 's/^ *NodeList=//p'
+}
+# hostnames LIST PREFIX: one "PREFIX node" per node of LIST, sorted, on a line
+hostnames() {
+	scontrol show hostnames "$1" 2>/dev/null | sort |
+	    sed "s/^/${2-}/" | tr '\n' ' '
+}
 
 # find: the newest live job of a name (runs 0 and 1 have one name each)
 name0=$(sed -n 's/^#SBATCH --job-name=//p' "$d_requeue/job.sh")
@@ -118,8 +128,10 @@ fi
 
 check "done: state" "$(wait_for 30 is_state "$j_done" done; state "$j_done")" done
 check "done: the script wrote its file" "$(cat "$d_done/written" 2>/dev/null)" ok
-check "done: srun in the job reached 2 nodes" \
-    "$(sort "$d_done/nodes" 2>/dev/null | tr '\n' ' ')" "node1 node2 "
+n_done=$(job_nodes "$j_done")
+check "done: 2 nodes allocated" "$(hostnames "$n_done" | wc -w)" 2
+check "done: srun in the job reached both" \
+    "$(sort "$d_done/nodes" 2>/dev/null | tr '\n' ' ')" "$(hostnames "$n_done")"
 check "done: output in the run dir" "$(test -f "$d_done/job.out" && echo yes)" yes
 check "failed: state and exit code" \
     "$(wait_for 30 is_state "$j_fail" failed; "$tool" poll "$j_fail" | cut -d' ' -f2,3)" \
@@ -146,12 +158,14 @@ check "real template: done" \
     "$(wait_for 60 is_state "$j_real" done; state "$j_real")" done
 check "real template: SIGUSR1 reached launch" \
     "$(cat "$d_real/usr1" 2>/dev/null)" usr1
+n_real=$(job_nodes "$j_real")
+check "real template: 2 nodes allocated" "$(hostnames "$n_real" | wc -w)" 2
 check "real template: serve on both nodes" \
     "$(sort "$d_real/serve.log" 2>/dev/null | tr '\n' ' ')" \
-    "serve node1 serve node2 "
+    "$(hostnames "$n_real" 'serve ')"
 check "real template: launch got the node list" \
     "$(sed -n '/^--nodes$/{n;p;}' "$d_real/launch.args" 2>/dev/null)" \
-    "node[1-2]"
+    "$n_real"
 
 # slurmctld down: poll fails (a retry later), it does not say "unknown"
 kill "$(cat "$slurm/run/slurmctld.pid")"
