@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "fsutil.h"
 #include "json.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -137,7 +138,7 @@ cjson_sync_dir(const char *path)
 {
 	char		*dir;
 	const char	*slash;
-	int		 fd, r;
+	int		 r;
 
 	if ((slash = strrchr(path, '/')) == NULL)
 		dir = xstrdup(".");
@@ -145,12 +146,8 @@ cjson_sync_dir(const char *path)
 		dir = xstrdup("/");
 	else
 		dir = xstrndup(path, (size_t)(slash - path));
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = fs_fsync_dir(dir);
 	free(dir);
-	if (fd == -1)
-		return -1;
-	r = fsync(fd);
-	close(fd);
 	return r;
 }
 

@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "collect.h"
 #include "error.h"
+#include "fsutil.h"
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
@@ -482,31 +483,6 @@ add_thin(void *ctx, const struct state_checkpoint *c)
 	return 0;
 }
 
-/* A checkpoint dir holds files only (the trainer's layout). */
-static int
-remove_flat_dir(const char *dir)
-{
-	struct dirent	*de;
-	DIR		*d;
-	char		*p;
-	int		 rc = 0;
-
-	if ((d = opendir(dir)) == NULL)
-		return errno == ENOENT ? 0 : CADRE_ERR_SYSTEM;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		xasprintf(&p, "%s/%s", dir, de->d_name);
-		if (unlink(p) != 0 && errno != ENOENT)
-			rc = CADRE_ERR_SYSTEM;
-		free(p);
-	}
-	closedir(d);
-	if (rc == 0 && rmdir(dir) != 0 && errno != ENOENT)
-		rc = CADRE_ERR_SYSTEM;
-	return rc;
-}
-
 int
 collect_thin(struct state *st, const char *run_id, const char *run_dir,
     char *const *at, size_t nat, int *removed)
@@ -535,7 +511,7 @@ collect_thin(struct state *st, const char *run_id, const char *run_dir,
 			continue;
 		xasprintf(&dir, "%s/checkpoints/step-%" PRId64, run_dir,
 		    t.step[i]);
-		if (remove_flat_dir(dir) != 0)
+		if (fs_remove_flat_dir(dir) == -1)
 			log_warn("run %s: %s: %s", run_id, dir, strerror(errno));
 		else if ((rc = state_set_checkpoint_removed(st, run_id,
 		    t.step[i])) == 0)

@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "checkpoint.h"
 #include "error.h"
+#include "fsutil.h"
 #include "log.h"
 #include "modelio.h"
 #include "safetensors.h"
@@ -54,39 +55,12 @@ slow_write(void)
 	}
 }
 
-static int
-fsync_dir(const char *path)
-{
-	int fd, error = 0;
-
-	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return CADRE_ERR_SYSTEM;
-	if (fsync(fd) == -1)
-		error = CADRE_ERR_SYSTEM;
-	close(fd);
-	return error;
-}
-
-/* Removes dir and the plain files in it (a checkpoint has no subdirs). */
+/* Removes a checkpoint dir (files only); a failure is worth a warning,
+ * never an error: the checkpoint it concerns is already given up. */
 static void
 remove_dir(const char *dir)
 {
-	DIR		*d;
-	struct dirent	*e;
-	char		*p;
-
-	if ((d = opendir(dir)) == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		xasprintf(&p, "%s/%s", dir, e->d_name);
-		if (unlink(p) == -1)
-			log_warn("%s: %s", p, strerror(errno));
-		free(p);
-	}
-	closedir(d);
-	if (rmdir(dir) == -1 && errno != ENOENT)
+	if (fs_remove_flat_dir(dir) == -1)
 		log_warn("%s: %s", dir, strerror(errno));
 }
 
@@ -623,7 +597,8 @@ write_checkpoint(const char *out, const struct bert_model *m,
 		goto out;
 	}
 	*bytes += meta.len;
-	if ((error = fsync_dir(tmp)) != 0) {
+	if (fs_fsync_dir(tmp) == -1) {
+		error = CADRE_ERR_SYSTEM;
 		snprintf(err, errlen, "%s: fsync: %s", tmp, strerror(errno));
 		goto out;
 	}
@@ -641,14 +616,16 @@ write_checkpoint(const char *out, const struct bert_model *m,
 		snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	if ((error = fsync_dir(cdir)) != 0) {
+	if (fs_fsync_dir(cdir) == -1) {
+		error = CADRE_ERR_SYSTEM;
 		snprintf(err, errlen, "%s: fsync: %s", cdir, strerror(errno));
 		goto out;
 	}
 	snprintf(line, sizeof line, "step-%" PRId64 "\n", st->step);
 	free(path);
 	xasprintf(&path, "%s/latest", cdir);
-	if ((error = write_text(path, line)) != 0 || (error = fsync_dir(cdir)) != 0) {
+	if ((error = write_text(path, line)) != 0 ||
+	    (fs_fsync_dir(cdir) == -1 && (error = CADRE_ERR_SYSTEM) != 0)) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		goto out;
 	}

@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "fsutil.h"
 #include "loader.h"
 #include "philox.h"
 #include "prep.h"
@@ -624,26 +624,6 @@ label_cmp(const void *pa, const void *pb)
 }
 
 /* ---------------------------------------------------------------- output */
-
-static int
-remove_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char *p;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		xasprintf(&p, "%s/%s", dir, e->d_name);
-		unlink(p);
-		free(p);
-	}
-	closedir(d);
-	return rmdir(dir);
-}
 
 static int
 write_bytes(const char *path, const void *p, size_t n)
@@ -1260,7 +1240,7 @@ cmd_prep(int argc, char **argv)
 		    os.nseqs, tokens, now_s() - t0, o.out, nshards, nshards == 1 ? "" : "s");
 out:
 	if (rc != 0 && tmpdir != NULL)
-		remove_tree(tmpdir);
+		(void)fs_remove_flat_dir(tmpdir);
 	free(tmpdir);
 	for (i = 0; i < nchunks; i++)
 		chunk_free(&chunks[i]);
