@@ -19,19 +19,10 @@
 #include "sha256.h"
 #include "traincfg.h"
 #include "xmalloc.h"
+#include "expect.h"
 
-static int failures;
 
-#define EXPECT(cond, ...) do { \
-	if (!(cond)) { \
-		printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-		failures++; \
-	} \
-} while (0)
-
-static char workdir[] = "/tmp/test_checkpoint.XXXXXX";
+static char workdir[4096];
 
 static void
 small_config(struct bert_config *c, int hidden)
@@ -404,21 +395,13 @@ test_traincfg(void)
 int
 main(void)
 {
-	char *cmd;
-
 	log_init("test_checkpoint", LOG_LEVEL_ERROR, LOG_TARGET_STDERR);
-	if (mkdtemp(workdir) == NULL) {
-		perror("mkdtemp");
+	if (expect_mkdtemp(workdir, sizeof workdir, "test_checkpoint") != 0)
 		return 1;
-	}
 	test_roundtrip();
 	test_header_change();
 	test_meta();
 	test_traincfg();
-	xasprintf(&cmd, "rm -rf '%s'", workdir);
-	if (system(cmd) != 0)
-		printf("could not remove %s\n", workdir);
-	free(cmd);
-	printf("%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	expect_rmtree(workdir);
+	return expect_summary("test_checkpoint");
 }

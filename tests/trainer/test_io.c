@@ -13,17 +13,8 @@
 #include "safetensors.h"
 #include "tjson.h"
 #include "xmalloc.h"
+#include "expect.h"
 
-static int failures;
-
-#define EXPECT(cond, ...) do { \
-	if (!(cond)) { \
-		printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-		failures++; \
-	} \
-} while (0)
 
 static void
 test_philox(void)
@@ -137,7 +128,7 @@ test_headers(void)
 static void
 test_roundtrip(void)
 {
-	char dir[] = "/tmp/cadre-test-io.XXXXXX", *path;
+	char dir[4096], *path;
 	float a[6] = { 1, 2, 3, 4, 5, 6 }, back[6];
 	int64_t b[2] = { -7, 1LL << 40 }, sa[2] = { 2, 3 }, sb[1] = { 2 };
 	struct st_writer *w;
@@ -145,10 +136,8 @@ test_roundtrip(void)
 	const struct st_tensor *t;
 	char err[256];
 
-	if (mkdtemp(dir) == NULL) {
-		failures++;
+	if (expect_mkdtemp(dir, sizeof dir, "test_io") != 0)
 		return;
-	}
 	xasprintf(&path, "%s/x.safetensors", dir);
 	w = st_writer_new();
 	st_writer_add(w, "a\"quoted", ST_F32, 2, sa, a);
@@ -167,8 +156,7 @@ test_roundtrip(void)
 		}
 		st_close(f);
 	}
-	unlink(path);
-	rmdir(dir);
+	expect_rmtree(dir);
 	free(path);
 }
 
@@ -179,6 +167,5 @@ main(void)
 	test_json();
 	test_headers();
 	test_roundtrip();
-	printf("%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	return expect_summary("test_io");
 }

@@ -18,8 +18,8 @@
 #include "ops.h"
 #include "philox.h"
 #include "xmalloc.h"
+#include "expect.h"
 
-static int failures;
 static uint32_t rng_state = 12345;
 
 static float
@@ -89,7 +89,7 @@ check(const char *name, float *x, const float *ana, size_t n, fwd_fn f,
 	printf("%-28s max rel err %.2e (element %zu)%s\n", name, worst, worst_i,
 	    worst > tol ? "  FAIL" : "");
 	if (worst > tol)
-		failures++;
+		expect_failures++;
 }
 
 /* ------------------------------------------------------------ matmul */
@@ -302,11 +302,11 @@ test_dropout(void)
 	dropout_apply(&k, 777, y, 50);
 	for (i = 0; i < 50; i++)
 		if (y[i] != x[777 + i])
-			failures++;
+			expect_failures++;
 	printf("%-28s kept %.4f (expect 0.75), slice %s\n", "dropout",
 	    kept / 100000.0, memcmp(y, x + 777, 50 * sizeof *y) ? "DIFFERS  FAIL" : "equal");
 	if (fabs(kept / 100000.0 - 0.75) > 0.01)
-		failures++;
+		expect_failures++;
 	free(x); free(y);
 }
 
@@ -371,6 +371,5 @@ main(void)
 	test_dropout();
 	test_model(BERT_PRETRAIN, 0);
 	test_model(BERT_CLASSIFY, 1);
-	printf("%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	return expect_summary("test_ops");
 }

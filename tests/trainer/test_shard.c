@@ -16,18 +16,9 @@
 #include "sha256.h"
 #include "shard.h"
 #include "xmalloc.h"
+#include "expect.h"
 
-static int failures;
 static char tmpdir[256];
-
-#define EXPECT(cond, ...) do { \
-	if (!(cond)) { \
-		printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-		failures++; \
-	} \
-} while (0)
 
 #define VOCAB	1000	/* ids 0..4 are [PAD] [UNK] [CLS] [SEP] [MASK] */
 
@@ -667,14 +658,8 @@ test_loader_errors(void)
 int
 main(void)
 {
-	const char *base = getenv("TMPDIR");
-	char cmd[600];
-
-	snprintf(tmpdir, sizeof tmpdir, "%s/test_shard.XXXXXX", base != NULL ? base : "/tmp");
-	if (mkdtemp(tmpdir) == NULL) {
-		perror("mkdtemp");
+	if (expect_mkdtemp(tmpdir, sizeof tmpdir, "test_shard") != 0)
 		return 1;
-	}
 	test_roundtrip();
 	test_corrupt();
 	test_order();
@@ -682,13 +667,6 @@ main(void)
 	test_masking();
 	test_seek_prefetch();
 	test_loader_errors();
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		printf("warning: could not remove %s\n", tmpdir);
-	if (failures) {
-		printf("%d failures\n", failures);
-		return 1;
-	}
-	printf("PASS: test_shard\n");
-	return 0;
+	expect_rmtree(tmpdir);
+	return expect_summary("test_shard");
 }

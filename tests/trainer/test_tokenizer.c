@@ -15,17 +15,8 @@
 #include "tokenizer.h"
 #include "vocab_build.h"
 #include "xmalloc.h"
+#include "expect.h"
 
-static int failures;
-
-#define EXPECT(cond, ...) do { \
-	if (!(cond)) { \
-		printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-		printf(__VA_ARGS__); \
-		printf("\n"); \
-		failures++; \
-	} \
-} while (0)
 
 static const char vocab_txt[] =
 	"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
@@ -63,7 +54,7 @@ check_len(const struct tokenizer *t, struct tok_state *st, const char *text,
 
 	if (strcmp(got, want) != 0) {
 		printf("FAIL %s:%d: tokens \"%s\", want \"%s\"\n", __FILE__, line, got, want);
-		failures++;
+		expect_failures++;
 	}
 	free(got);
 }
@@ -238,18 +229,13 @@ test_bad_vocabs(void)
 static void
 test_hash_and_file(void)
 {
-	const char *tmp = getenv("TMPDIR");
 	char dir[4096], path[4200], err[256];
 	uint8_t want[SHA256_DIGEST_LEN];
 	struct tokenizer *t = NULL;
 	FILE *f;
 
-	snprintf(dir, sizeof(dir), "%s/test_tokenizer.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	if (mkdtemp(dir) == NULL) {
-		EXPECT(0, "mkdtemp");
+	if (expect_mkdtemp(dir, sizeof dir, "test_tokenizer") != 0)
 		return;
-	}
 	snprintf(path, sizeof(path), "%s/vocab.txt", dir);
 	f = fopen(path, "w");
 	fwrite(vocab_txt, 1, sizeof(vocab_txt) - 1, f);
@@ -260,8 +246,7 @@ test_hash_and_file(void)
 		EXPECT(memcmp(tok_vocab_hash(t), want, sizeof(want)) == 0,
 		    "vocab hash is the file's SHA-256");
 	tok_free(t);
-	unlink(path);
-	rmdir(dir);
+	expect_rmtree(dir);
 }
 
 static void
@@ -320,10 +305,5 @@ main(void)
 	test_bad_vocabs();
 	test_hash_and_file();
 	test_builder();
-	if (failures > 0) {
-		printf("%d failures\n", failures);
-		return 1;
-	}
-	printf("PASS: tokenizer vectors, bad vocabs, vocab hash, builder\n");
-	return 0;
+	return expect_summary("tokenizer vectors, bad vocabs, vocab hash, builder");
 }

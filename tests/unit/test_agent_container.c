@@ -2,13 +2,13 @@
  * checks on image and binds. */
 #include "config.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "container.h"
 #include "error.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 static char *
 join(char **w)
@@ -129,11 +129,5 @@ container_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(container_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(container_suite());
 }

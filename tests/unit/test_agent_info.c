@@ -5,7 +5,6 @@
 
 #include <sys/stat.h>
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "agent.h"
 #include "error.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 #define KEY "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINYCNVMKN7Eu2KTpK2UNi8Fjo/B1qc3dlrWR58YCyx9e"
 
@@ -153,11 +153,11 @@ END_TEST
 START_TEST(test_find_and_modes)
 {
 	struct agent_info	 ai;
-	char			 tmpl[] = "/tmp/test_agent_info.XXXXXX", msg[512];
+	char			 tmpl[4096], msg[512];
 	char			*p;
 	FILE			*f;
 
-	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	unit_mkdtemp(tmpl, sizeof tmpl, "test_agent_info");
 	ck_assert_int_eq(rundir_keygen(tmpl, msg, sizeof msg), 0);
 	ck_assert_int_eq(rundir_check(tmpl, msg, sizeof msg), 0);
 	p = rundir_path(tmpl, RUNDIR_AGENTS);
@@ -199,9 +199,7 @@ START_TEST(test_find_and_modes)
 	ck_assert_int_eq(rundir_keygen(tmpl, msg, sizeof msg),
 	    CADRE_ERR_EXISTS);
 
-	xasprintf(&p, "rm -rf '%s'", tmpl);
-	ck_assert_int_eq(system(p), 0);
-	free(p);
+	unit_rmtree(tmpl);
 }
 END_TEST
 
@@ -277,13 +275,10 @@ agent_info_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(agent_info_suite());
-	int	 failed;
+	int	status;
 
 	ssh_init();
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	status = unit_run(agent_info_suite());
 	ssh_finalize();
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return status;
 }

@@ -3,7 +3,6 @@
  * for launch --from-env. */
 #include "config.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "fromenv.h"
 #include "stage.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 /* main.c's helpers live beside main(): these stand in for them. */
 const char *
@@ -234,13 +234,10 @@ stage_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(stage_suite());
-	int	 failed;
+	int	status;
 
 	ssh_init();
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	status = unit_run(stage_suite());
 	ssh_finalize();
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return status;
 }

@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -13,17 +12,17 @@
 
 #include "buf.h"
 #include "error.h"
+#include "unit.h"
 
 /* Writes n bytes of c to a new temporary file; caller unlinks path. */
 static void
-make_file(char *path, size_t n, char c)
+make_file(char *path, size_t size, size_t n, char c)
 {
 	char	chunk[4096];
 	size_t	k;
 	int	fd;
 
-	fd = mkstemp(path);
-	ck_assert_int_ne(fd, -1);
+	fd = unit_mkstemp(path, size, "test_buf");
 	memset(chunk, c, sizeof chunk);
 	while (n > 0) {
 		k = n < sizeof chunk ? n : sizeof chunk;
@@ -203,11 +202,11 @@ END_TEST
 
 START_TEST(test_read_file)
 {
-	char		path[] = "/tmp/test_buf.XXXXXX";
+	char		path[4096];
 	struct cbuf	b;
 	size_t		i;
 
-	make_file(path, 100000, 'k');
+	make_file(path, sizeof path, 100000, 'k');
 	cbuf_init(&b, 100000);
 	ck_assert_int_eq(cbuf_read_file(&b, path), 0);
 	ck_assert_uint_eq(b.len, 100000);
@@ -234,10 +233,10 @@ END_TEST
 
 START_TEST(test_read_empty_file)
 {
-	char		path[] = "/tmp/test_buf.XXXXXX";
+	char		path[4096];
 	struct cbuf	b;
 
-	make_file(path, 0, 'x');
+	make_file(path, sizeof path, 0, 'x');
 	cbuf_init(&b, 10);
 	ck_assert_int_eq(cbuf_read_file(&b, path), 0);
 	ck_assert_uint_eq(b.len, 0);
@@ -304,10 +303,10 @@ read_stdin_from(struct cbuf *b, const char *path)
 
 START_TEST(test_read_stdin)
 {
-	char		path[] = "/tmp/test_buf.XXXXXX";
+	char		path[4096];
 	struct cbuf	b;
 
-	make_file(path, 3000, 's');
+	make_file(path, sizeof path, 3000, 's');
 	cbuf_init(&b, 3000);
 	ck_assert_int_eq(read_stdin_from(&b, path), 0);
 	ck_assert_uint_eq(b.len, 3000);
@@ -395,11 +394,5 @@ buf_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(buf_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(buf_suite());
 }

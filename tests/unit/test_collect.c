@@ -5,7 +5,6 @@
 
 #include <sys/stat.h>
 
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,24 +19,20 @@
 #include "sha256.h"
 #include "state.h"
 #include "xmalloc.h"
+#include "unit.h"
 
-static char	dir[] = "/tmp/test_collect.XXXXXX";
+static char	dir[4096];
 
 static void
 setup(void)
 {
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unit_mkdtemp(dir, sizeof dir, "test_collect");
 }
 
 static void
 teardown(void)
 {
-	char	*cmd = NULL;
-
-	xasprintf(&cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
-	strcpy(dir, "/tmp/test_collect.XXXXXX");
+	unit_rmtree(dir);
 }
 
 static void
@@ -337,13 +332,6 @@ collect_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(collect_suite());
-	int	 failed;
-
-	log_init("test_collect", LOG_LEVEL_ERROR + 0, LOG_TARGET_STDERR);
-	log_set_level(LOG_LEVEL_ERROR);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	log_init("test_collect", LOG_LEVEL_ERROR, LOG_TARGET_STDERR);
+	return unit_run(collect_suite());
 }

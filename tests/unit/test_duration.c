@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 
 #include "duration.h"
 #include "error.h"
+#include "unit.h"
 
 static const struct {
 	const char	*s;
@@ -234,11 +234,5 @@ duration_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(duration_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(duration_suite());
 }

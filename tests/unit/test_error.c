@@ -1,11 +1,11 @@
 #include "config.h"
 
-#include <check.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "unit.h"
 
 START_TEST(test_every_code_has_message)
 {
@@ -69,11 +69,5 @@ error_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(error_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(error_suite());
 }

@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 
 #include "error.h"
 #include "hostlist.h"
+#include "unit.h"
 
 #define MAX_HOSTS	65536
 
@@ -337,11 +337,5 @@ hostlist_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(hostlist_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(hostlist_suite());
 }

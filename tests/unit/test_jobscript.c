@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "json.h"
 #include "spec.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 /* Values a spec or a path could carry into a script. */
 static const char *const hostile[] = {
@@ -319,7 +319,7 @@ START_TEST(test_render_hostile)
 	    "printf '%s\\n' @RUN_DIR@ @AGENT@ @TRAINER@ \"$HOSTILE\"\n"
 	    "printf '<%s>\\n' @WRAP@\n";
 	struct jobscript	 js;
-	char			*out, path[] = "/tmp/test_jobscript.XXXXXX";
+	char			*out, path[4096];
 	char			*cmd = NULL, *env = NULL, got[16384], *expect;
 	char			*envs[1], *binds[2];
 	const char		*v = hostile[_i];
@@ -346,8 +346,7 @@ START_TEST(test_render_hostile)
 	js.nbinds = 2;
 	out = render(JOBSCRIPT_SLURM, tmpl, &js, 0);
 
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
+	fd = unit_mkstemp(path, sizeof path, "test_jobscript");
 	ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
 	close(fd);
 	xasprintf(&cmd, "bash -n %s", path);
@@ -388,7 +387,7 @@ train_json(const char *text, size_t idx, const char *run_dir)
 	struct diags		 d;
 	struct spec		*s = NULL;
 	struct spec_plan	*p = NULL;
-	char			 dir[] = "/tmp/test_jobscript.XXXXXX", *path = NULL,
+	char			 dir[4096], *path = NULL,
 				 err[JOBSCRIPT_ERR_MAX];
 	json_t			*j = NULL;
 	struct stat		 st;
@@ -398,7 +397,7 @@ train_json(const char *text, size_t idx, const char *run_dir)
 	    0);
 	ck_assert_int_eq(spec_expand(s, &d, &p), 0);
 	ck_assert_uint_gt(spec_plan_nruns(p), idx);
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unit_mkdtemp(dir, sizeof dir, "test_jobscript");
 	xasprintf(&path, "%s/train.json", dir);
 	ck_assert_int_eq(jobscript_write_train_json(s, spec_plan_run(p, idx),
 	    run_dir, path, err, sizeof err), 0);
@@ -608,11 +607,5 @@ jobscript_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(jobscript_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(jobscript_suite());
 }

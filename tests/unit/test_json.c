@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 
 #include "error.h"
 #include "json.h"
+#include "unit.h"
 
 static char *
 read_all(const char *path)
@@ -140,14 +140,14 @@ END_TEST
 
 START_TEST(test_load_file)
 {
-	char		 path[] = "/tmp/test_json.XXXXXX";
+	char		 path[4096];
 	json_t		*v = (json_t *)1;
 	json_error_t	 err;
 	FILE		*f;
 	int		 fd;
 	int64_t		 i;
 
-	fd = mkstemp(path);
+	fd = unit_mkstemp(path, sizeof path, "test_json");
 	f = fdopen(fd, "w");
 	fputs("{\"n\": 12}\n", f);
 	fclose(f);
@@ -245,12 +245,12 @@ END_TEST
 
 START_TEST(test_write_atomic)
 {
-	char		 dir[] = "/tmp/test_json.XXXXXX", path[256];
+	char		 dir[4096], path[4200];
 	json_t		*o, *back;
 	struct stat	 st;
 	char		*text;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unit_mkdtemp(dir, sizeof dir, "test_json");
 	snprintf(path, sizeof path, "%s/state.json", dir);
 
 	o = load("{\"zeta\": 1, \"alpha\": {\"y\": [1, 2], \"x\": \"s\"},"
@@ -307,11 +307,11 @@ END_TEST
 
 START_TEST(test_write_atomic_relative)
 {
-	char	 dir[] = "/tmp/test_json.XXXXXX", cwd[4096];
+	char	 dir[4096], cwd[4096];
 	json_t	*o;
 	char	*text;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unit_mkdtemp(dir, sizeof dir, "test_json");
 	ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
 	ck_assert_int_eq(chdir(dir), 0);
 	o = load("{\"k\": true}");
@@ -328,7 +328,7 @@ END_TEST
 
 START_TEST(test_write_atomic_failures)
 {
-	char	 dir[] = "/tmp/test_json.XXXXXX", path[256];
+	char	 dir[4096], path[4200];
 	json_t	*o;
 
 	o = load("{\"a\": 1}");
@@ -338,7 +338,7 @@ START_TEST(test_write_atomic_failures)
 	ck_assert_int_eq(errno, ENOENT);
 
 	/* rename onto a directory fails: the temporary file goes away. */
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unit_mkdtemp(dir, sizeof dir, "test_json");
 	snprintf(path, sizeof path, "%s/sub", dir);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
 	errno = 0;
@@ -390,11 +390,5 @@ json_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(json_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(json_suite());
 }

@@ -2,7 +2,6 @@
 
 #include <sys/wait.h>
 
-#include <check.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +10,14 @@
 
 #include "error.h"
 #include "log.h"
+#include "unit.h"
 
 /*
  * stderr is pointed at a temporary file while the code under test runs;
  * capture_end puts it back and returns what was written.
  */
 struct capture {
-	char	path[64];
+	char	path[4096];
 	int	saved;
 };
 
@@ -26,9 +26,7 @@ capture_begin(struct capture *c)
 {
 	int	fd;
 
-	snprintf(c->path, sizeof c->path, "/tmp/test_log.XXXXXX");
-	fd = mkstemp(c->path);
-	ck_assert_int_ne(fd, -1);
+	fd = unit_mkstemp(c->path, sizeof c->path, "test_log");
 	fflush(stderr);
 	c->saved = dup(STDERR_FILENO);
 	ck_assert_int_ne(c->saved, -1);
@@ -216,12 +214,11 @@ END_TEST
 static int
 run_child(void (*fn)(void), char **out)
 {
-	char	path[] = "/tmp/test_log.XXXXXX";
+	char	path[4096];
 	pid_t	pid;
 	int	fd, status;
 
-	fd = mkstemp(path);
-	ck_assert_int_ne(fd, -1);
+	fd = unit_mkstemp(path, sizeof path, "test_log");
 	fflush(stderr);
 	pid = fork();
 	ck_assert_int_ne(pid, -1);
@@ -303,11 +300,5 @@ log_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(log_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(log_suite());
 }

@@ -3,7 +3,6 @@
  * database with the local backend in dry mode. */
 #include "config.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "monitor.h"
 #include "state.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 START_TEST(test_end_reason)
 {
@@ -232,7 +232,7 @@ count_state(struct monitor *m, const char *exp, const char *state)
 
 START_TEST(test_submit_dry)
 {
-	char			 dir[] = "/tmp/test_monitor.XXXXXX", *db, *cmd;
+	char			 dir[4096], *db;
 	char			 err[1024], id[64];
 	struct monitor_config	 cfg;
 	struct monitor		*m, *m2;
@@ -240,7 +240,7 @@ START_TEST(test_submit_dry)
 	json_t			*rep;
 	int64_t			 n;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unit_mkdtemp(dir, sizeof dir, "test_monitor");
 	setenv("CADRE_STATE_DIR", dir, 1);
 	xasprintf(&db, "%s/cadre.db", dir);
 	ck_assert_int_eq(state_open(db, &st), 0);
@@ -294,9 +294,7 @@ START_TEST(test_submit_dry)
 	monitor_free(m);
 	monitor_config_free(&cfg);
 	state_close(st);
-	xasprintf(&cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
+	unit_rmtree(dir);
 	free(db);
 }
 END_TEST
@@ -321,12 +319,6 @@ monitor_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(monitor_suite());
-	int	 failed;
-
 	log_init("test_monitor", LOG_LEVEL_ERROR, LOG_TARGET_STDERR);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(monitor_suite());
 }

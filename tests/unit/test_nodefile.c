@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 
 #include "error.h"
 #include "nodefile.h"
+#include "unit.h"
 
 static int
 parse(const char *text, struct nodefile *nf, size_t *errline)
@@ -185,14 +185,13 @@ END_TEST
 
 START_TEST(test_read)
 {
-	char		 path[] = "/tmp/test_nodefile.XXXXXX";
+	char		 path[4096];
 	struct nodefile	 nf;
 	size_t		 line;
 	FILE		*f;
 	int		 fd;
 
-	fd = mkstemp(path);
-	ck_assert_int_ne(fd, -1);
+	fd = unit_mkstemp(path, sizeof path, "test_nodefile");
 	f = fdopen(fd, "w");
 	fputs("a\na\nb\n", f);
 	fclose(f);
@@ -237,11 +236,5 @@ nodefile_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(nodefile_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(nodefile_suite());
 }

@@ -1,12 +1,12 @@
 #include "config.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "notify.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 /* Logs never carry a URL's user:password. */
 START_TEST(test_url_for_log)
@@ -104,11 +104,5 @@ notify_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(notify_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(notify_suite());
 }

@@ -1,7 +1,6 @@
 /* daemon/proto.c: framing, the incremental reader and message checks. */
 #include "config.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "log.h"
 #include "proto.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 static int
 parse(const char *body, enum proto_op *op, char *err, size_t errlen)
@@ -189,12 +189,6 @@ proto_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(proto_suite());
-	int	 failed;
-
 	log_init("test_proto", LOG_LEVEL_ERROR, LOG_TARGET_STDERR);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(proto_suite());
 }

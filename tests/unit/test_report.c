@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,24 +15,20 @@
 #include "state.h"
 #include "svg.h"
 #include "xmalloc.h"
+#include "unit.h"
 
-static char	dir[] = "/tmp/test_report.XXXXXX";
+static char	dir[4096];
 
 static void
 setup(void)
 {
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unit_mkdtemp(dir, sizeof dir, "test_report");
 }
 
 static void
 teardown(void)
 {
-	char	*cmd = NULL;
-
-	xasprintf(&cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
-	strcpy(dir, "/tmp/test_report.XXXXXX");
+	unit_rmtree(dir);
 }
 
 static void
@@ -463,11 +458,5 @@ report_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(report_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(report_suite());
 }

@@ -1,12 +1,12 @@
 #include "config.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "scheduler.h"
+#include "unit.h"
 
 START_TEST(test_parse_id)
 {
@@ -81,11 +81,5 @@ local_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(local_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(local_suite());
 }

@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 
 #include "error.h"
 #include "scheduler.h"
+#include "unit.h"
 
 static int
 parse(const char *json, const char *id, struct sched_status *st)
@@ -132,11 +132,5 @@ pbs_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(pbs_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(pbs_suite());
 }

@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "log.h"
 #include "scheduler.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 static void
 reset(struct sched_status *st, size_t n)
@@ -340,12 +340,6 @@ slurm_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(slurm_suite());
-	int	 failed;
-
 	log_init("test_sched_slurm", LOG_LEVEL_ERROR, LOG_TARGET_STDERR);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(slurm_suite());
 }

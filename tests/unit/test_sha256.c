@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 #include <time.h>
 
 #include "sha256.h"
+#include "unit.h"
 
 static void
 check_digest(const uint8_t digest[SHA256_DIGEST_LEN], const char *want)
@@ -282,11 +282,5 @@ sha256_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(sha256_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(sha256_suite());
 }

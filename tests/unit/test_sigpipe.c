@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,6 +7,7 @@
 #include <unistd.h>
 
 #include "sigpipe.h"
+#include "unit.h"
 
 /* A raised signal arrives as its number on the read end, in order. */
 START_TEST(test_delivery)
@@ -68,11 +68,5 @@ sigpipe_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(sigpipe_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(sigpipe_suite());
 }

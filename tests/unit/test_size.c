@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 
 #include "error.h"
 #include "size.h"
+#include "unit.h"
 
 #define KiB	((int64_t)1024)
 #define MiB	(KiB * 1024)
@@ -215,11 +215,5 @@ size_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(size_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(size_suite());
 }

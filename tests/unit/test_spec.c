@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "spec.h"
 #include "spec_yaml.h"
 #include "xmalloc.h"
+#include "unit.h"
 
 #define HEAD	"version: 1\nname: t\n"
 #define BASE	HEAD "trainer:\n  data: /scratch/shards\n"
@@ -1017,11 +1017,5 @@ spec_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(spec_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(spec_suite());
 }

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <check.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,27 +16,23 @@
 #include "log.h"
 #include "state.h"
 #include "xmalloc.h"
+#include "unit.h"
 
-static char	dir[] = "/tmp/test_state.XXXXXX";
+static char	dir[4096];
 static char	*db;
 
 static void
 setup(void)
 {
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unit_mkdtemp(dir, sizeof dir, "test_state");
 	xasprintf(&db, "%s/state.db", dir);
 }
 
 static void
 teardown(void)
 {
-	char	*cmd = NULL;
-
-	xasprintf(&cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
-	free(cmd);
+	unit_rmtree(dir);
 	free(db);
-	strcpy(dir, "/tmp/test_state.XXXXXX");
 }
 
 static struct state *
@@ -413,13 +408,6 @@ state_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(state_suite());
-	int	 failed;
-
-	log_init("test_state", LOG_LEVEL_ERROR + 0, LOG_TARGET_STDERR);
-	log_set_level(LOG_LEVEL_ERROR);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	log_init("test_state", LOG_LEVEL_ERROR, LOG_TARGET_STDERR);
+	return unit_run(state_suite());
 }

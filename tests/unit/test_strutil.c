@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 
 #include "error.h"
 #include "strutil.h"
+#include "unit.h"
 
 START_TEST(test_edit_distance)
 {
@@ -346,11 +346,5 @@ strutil_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(strutil_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(strutil_suite());
 }

@@ -1,12 +1,12 @@
 #include "config.h"
 
-#include <check.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "xmalloc.h"
+#include "unit.h"
 
 START_TEST(test_xmalloc_basic)
 {
@@ -177,11 +177,5 @@ xmalloc_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(xmalloc_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return unit_run(xmalloc_suite());
 }
