@@ -1,0 +1,93 @@
+/*
+ * The monitor's insides, shared by monitor.c (submission, polling,
+ * requeue, cancel) and monitor_status.c (the status queries); nothing
+ * outside the monitor includes this (daemon/monitor.h is its interface).
+ */
+#ifndef CADRE_MONITOR_INT_H
+#define CADRE_MONITOR_INT_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "monitor.h"
+#include "spec.h"
+#include "state.h"
+
+struct mbackend {
+	char		*key;	/* "backend|url|token_env" */
+	struct sched	*sched;
+};
+
+struct mexp {
+	char			 id[STATE_ID_MAX];
+	char			*name;
+	char			*backend;
+	struct spec		*spec;
+	struct spec_plan	*plan;
+	struct mbackend		*be;
+	int64_t			 max_concurrent;	/* 0: no limit */
+	int64_t			 retries_max;
+	double			 backoff;
+	char *const		*retry_on;
+	size_t			 nretry_on;
+	const char		*webhook;	/* NULL: none */
+	char *const		*notify_on;
+	size_t			 nnotify_on;
+};
+
+struct mrun {
+	char			 id[SPEC_ID_LEN + 1];
+	struct mexp		*exp;
+	const struct spec_run	*r;
+	char			*run_dir;
+	enum run_state		 state;
+	char			*reason;
+	int64_t			 attempts;
+	char			*job_id;	/* of the last attempt */
+	int			 job_pending;	/* last attempt has no job id yet */
+	double			 not_before;	/* new/requeued: submit after */
+	double			 updated;
+	int			 unknown_polls;
+	/* metrics.jsonl, read again only when it changed */
+	off_t			 m_size;
+	struct timespec		 m_mtime;
+	struct monitor_progress	 prog;
+	int			 m_tried;	/* read at least once */
+	int			 m_final;	/* read since the run ended */
+	/* metrics.jsonl when the checkpoints were last collected */
+	off_t			 c_size;
+	struct timespec		 c_mtime;
+};
+
+struct monitor {
+	struct state		*st;
+	struct monitor_config	 cfg;
+	struct mexp		**exps;
+	size_t			 nexps;
+	struct mrun		**runs;		/* sorted by id */
+	size_t			 nruns;
+	struct mbackend		**bes;
+	size_t			 nbes;
+	double			 next_poll;
+	double			 unreachable_since;
+	double			 retry_at;	/* after the scheduler was busy */
+	int			 busy_count;
+	int			 more;		/* submissions left over */
+	struct notifier		*notifier;	/* borrowed; NULL: none */
+};
+
+/* The run with id id, or NULL. */
+struct mrun *mon_find_run(struct monitor *m, const char *id);
+/* The experiment with id id, else the newest one named id, or NULL. */
+struct mexp *mon_find_exp(struct monitor *m, const char *id);
+/* Resolves target (a run id, an experiment id or name; NULL: everything)
+ * into *e or *r; CADRE_ERR_NOT_FOUND with a message naming it. */
+int mon_resolve(struct monitor *m, const char *target, struct mexp **e,
+    struct mrun **r, char *err, size_t errlen);
+/* Reads the run's metrics.jsonl again when it changed (r->prog). */
+void mon_read_progress(struct mrun *r);
+
+#endif
