@@ -85,6 +85,8 @@ double metrics_throughput(const struct metrics *m);
 /* Median (of a sorted copy) and mean; NAN for n == 0. */
 double report_median(const double *v, size_t n);
 double report_mean(const double *v, size_t n);
+/* qsort comparison of doubles, ascending. */
+int report_cmp_double(const void *a, const void *b);
 
 /* How a run ended, as the report shows it. */
 enum report_class {
