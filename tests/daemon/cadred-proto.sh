@@ -161,14 +161,13 @@ fi
 # SIGHUP: a good config is read again, a bad one refused and the old kept
 echo "poll_interval = 0.5" >> "$conf"
 kill -HUP $cadred_pid
-sleep 1
-grep -q "configuration read again" "$work/d/cadred.log" &&
+wait_until 20 grep -q "configuration read again" "$work/d/cadred.log" &&
     pass "SIGHUP: config read again" || fail "SIGHUP: no reload in the log"
 echo "no equals sign here" >> "$conf"
 kill -HUP $cadred_pid
-sleep 1
-if grep -q "cadred.conf:[0-9]*: error: expected 'key = value'" "$work/d/cadred.log" &&
-    grep -q "configuration kept" "$work/d/cadred.log" && cadre status > /dev/null; then
+if wait_until 20 grep -q "configuration kept" "$work/d/cadred.log" &&
+    grep -q "cadred.conf:[0-9]*: error: expected 'key = value'" "$work/d/cadred.log" &&
+    cadre status > /dev/null; then
 	pass "SIGHUP with a bad config: refused with its line, old one kept"
 else
 	fail "SIGHUP with a bad config: $(tail -n 3 "$work/d/cadred.log")"

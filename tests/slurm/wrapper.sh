@@ -69,9 +69,9 @@ grep -q '"node1"' "$run1/log/rank-0.json" 2>/dev/null &&
     [ "$(cut -d' ' -f1 "$run1/hostfile" | tr '\n' ' ')" = "127.0.1.1 127.0.1.2 " ] &&
     pass "rank 0 on node1, rank 1 on node2, agents on their NodeAddr" ||
     fail "ranks/nodes: hostfile $(cat "$run1/hostfile" 2>&1); $(cat "$run1"/log/rank-*.json 2>&1)"
-sleep 1
-squeue -h > "$work/squeue"
-[ ! -s "$work/squeue" ] && pass "nothing left running in Slurm" || fail "jobs left: $(cat "$work/squeue")"
+# a job sbatch --wait saw end may still be completing (CG) for a moment
+squeue_empty() { squeue -h > "$work/squeue" && [ ! -s "$work/squeue" ]; }
+wait_for 30 squeue_empty && pass "nothing left running in Slurm" || fail "jobs left: $(cat "$work/squeue")"
 
 "$cadre" import "$run1" --experiment wrapped > "$work/import1" 2>&1 ||
     fail "cadre import: $(cat "$work/import1")"
