@@ -624,12 +624,12 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	snprintf(line, sizeof line, "step-%" PRId64 "\n", st->step);
 	free(path);
 	xasprintf(&path, "%s/latest", cdir);
-	if ((error = write_text(path, line)) != 0 ||
-	    (fs_fsync_dir(cdir) == -1 && (error = CADRE_ERR_SYSTEM) != 0)) {
+	if ((error = write_text(path, line)) == 0 && fs_fsync_dir(cdir) == -1)
+		error = CADRE_ERR_SYSTEM;
+	if (error != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		goto out;
 	}
-	error = 0;
 out:
 	join_hashing(hth, &hashing);
 	hash_jobs_free(hj);

@@ -5,7 +5,6 @@
 
 #include <check.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "../scratch.h"
 
