@@ -1,6 +1,6 @@
-/* libFuzzer target: lines of metrics.jsonl (daemon/report.c), one input
+/* libFuzzer target: lines of metrics.jsonl (report/report.c), one input
  * split at newlines as metrics_load() would, then the loss curve they
- * give drawn by the SVG writer (daemon/svg.c). */
+ * give drawn by the SVG writer (report/svg.c). */
 #include "config.h"
 
 #include <stddef.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Recomputes cadre report's table from the raw run files, independently
-of daemon/report.c, and compares it with `cadre report --format json`.
+of report/report.c, and compares it with `cadre report --format json`.
 
     report_recompute.py RUNS_TXT STATES_TXT SKIP_STEPS REPORT_JSON
 

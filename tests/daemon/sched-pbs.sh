@@ -1,5 +1,5 @@
 #!/bin/sh
-# The pbs backend (daemon/sched_pbs.c) against FAKE qsub, qstat, qdel and
+# The pbs backend (sched/sched_pbs.c) against FAKE qsub, qstat, qdel and
 # qrerun (no live PBS server can run here): qsub gets every value as its
 # own argv word and the rendered etc/templates/pbs.sh.in; qstat serves the
 # hand-written `qstat -x -f -F json` reply in tests/daemon/pbs/ and says

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The slurm backend (daemon/sched_slurm.c) against a real Slurm: job
+# The slurm backend (sched/sched_slurm.c) against a real Slurm: job
 # scripts rendered from a spec (a test template around the real
 # directives) are submitted with sbatch and polled with squeue to done,
 # failed (exit 3), cancelled (scancel) and timeout (1 minute limit, after

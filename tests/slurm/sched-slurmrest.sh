@@ -1,5 +1,5 @@
 #!/bin/sh
-# The slurm-rest backend (daemon/sched_slurmrest.c, libcurl) against the
+# The slurm-rest backend (sched/sched_slurmrest.c, libcurl) against the
 # real slurmrestd of tests/slurm/start.sh on its unix socket, run as the
 # REST user (rest_auth/local): jobs reach done, failed (exit 3) and
 # cancelled; the real template (etc/templates/slurm.sh.in, with a

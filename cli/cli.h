@@ -32,11 +32,11 @@ struct cli_command {
 	cli_run_fn		 run;		/* argv[0] is the command's name */
 };
 
-/* The spec commands (daemon/cmd_spec.c). */
+/* The spec commands (cli/cmd_spec.c). */
 extern const struct cli_command cli_cmd_validate;
 extern const struct cli_command cli_cmd_plan;
 extern const struct cli_command cli_cmd_keys;
-/* The commands that talk to cadred, and run (daemon/cmd_run.c). */
+/* The commands that talk to cadred, and run (cli/cmd_run.c). */
 extern const struct cli_command cli_cmd_submit;
 extern const struct cli_command cli_cmd_status;
 extern const struct cli_command cli_cmd_watch;
@@ -44,15 +44,15 @@ extern const struct cli_command cli_cmd_logs;
 extern const struct cli_command cli_cmd_cancel;
 extern const struct cli_command cli_cmd_run;
 /* cadre script and cadre import: runs submitted by hand
- * (daemon/cmd_script.c, daemon/cmd_import.c). */
+ * (cli/cmd_script.c, cli/cmd_import.c). */
 extern const struct cli_command cli_cmd_script;
 extern const struct cli_command cli_cmd_import;
-/* cadre export (daemon/cmd_export.c). */
+/* cadre export (cli/cmd_export.c). */
 extern const struct cli_command cli_cmd_export;
-/* cadre report (daemon/cmd_report.c). */
+/* cadre report (cli/cmd_report.c). */
 struct state;
 /* Opens the database of the state dir (state_dir, else the default; see
- * daemon/paths.h) for a command that reads it without cadred; a missing
+ * common/paths.h) for a command that reads it without cadred; a missing
  * one is an error, not created. Messages start with prog. */
 int cli_open_state(const char *prog, const char *state_dir,
     struct state **st);

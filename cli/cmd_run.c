@@ -23,7 +23,7 @@
 
 #include "buf.h"
 #include "cli.h"
-#include "client.h"
+#include "cadred_client.h"
 #include "diag.h"
 #include "duration.h"
 #include "error.h"

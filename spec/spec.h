@@ -271,7 +271,7 @@ int64_t spec_run_global_batch(const struct spec_run *r);
 
 #ifdef SPEC_INTERNAL
 /* ------------------------------------------------------------------
- * Shared by common/spec_*.c only.
+ * Shared by spec/spec_*.c only.
  */
 #include "sha256.h"
 

@@ -1,4 +1,4 @@
-/* The CLI's side of cadred's control socket (daemon/client.h). */
+/* The CLI's side of cadred's control socket (cli/cadred_client.h). */
 #include "config.h"
 
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "cadred_client.h"
 #include "error.h"
 #include "paths.h"
 #include "proto.h"
