@@ -76,4 +76,12 @@ void cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void cli_help(const struct cli_command *cmd, FILE *fp);
 
+struct diags;
+struct report;
+struct state;
+/* An experiment's report from the database (cli/report_load.c):
+ * report_new() + report_add_run() per recorded run + report_finish(). */
+int load_report(struct state *st, const char *exp_id, struct diags *d,
+    struct report **out);
+
 #endif

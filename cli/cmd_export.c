@@ -23,6 +23,7 @@
 #include "duration.h"
 #include "error.h"
 #include "json.h"
+#include "rundir.h"
 #include "state.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -130,7 +131,7 @@ run_vocab(const char *run_dir)
 	const char	*v = NULL;
 	char		*path, *out = NULL;
 
-	xasprintf(&path, "%s/train.json", run_dir);
+	xasprintf(&path, "%s/" RUNDIR_TRAIN_JSON, run_dir);
 	if (cjson_load_file(path, (size_t)1 << 20, &o, NULL) == 0) {
 		if (cjson_get_string(o, "vocab", &v) == 0)
 			out = xstrdup(v);
@@ -214,7 +215,7 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 		goto out;
 	}
 	xasprintf(&src, "%s/%s", sr.run_dir, p.c.path);
-	xasprintf(&path, "%s/meta.json", src);
+	xasprintf(&path, "%s/" CKPT_META, src);
 	cbuf_init(&mb, COLLECT_META_MAX);
 	if ((rc = cbuf_read_file(&mb, path)) != 0) {
 		fprintf(stderr, "cadre export: %s: %s\n", path, rc ==

@@ -27,6 +27,7 @@
 #include "error.h"
 #include "json.h"
 #include "paths.h"
+#include "rundir.h"
 #include "sha256.h"
 #include "spec.h"
 #include "state.h"
@@ -101,7 +102,7 @@ load_metrics(const char *dir, json_t **start, json_t **summary,
 
 	*start = *summary = NULL;
 	*last_step = 0;
-	xasprintf(&path, "%s/metrics.jsonl", dir);
+	xasprintf(&path, "%s/" RUNDIR_METRICS, dir);
 	f = fopen(path, "r");
 	free(path);
 	if (f == NULL)
@@ -272,7 +273,7 @@ run_outcome(const json_t *status, const json_t *summary, const char **reason,
 	if (status != NULL && cjson_get_string(status, "reason", &r) == 0) {
 		*reason = r;
 		(void)cjson_get_int(status, "exit_status", exit_code);
-		return strcmp(r, "done") == 0 ? RUN_DONE : RUN_FAILED;
+		return strcmp(r, REASON_DONE) == 0 ? RUN_DONE : RUN_FAILED;
 	}
 	if (summary != NULL) {
 		(void)cjson_get_bool(summary, "complete", &complete);
@@ -282,7 +283,7 @@ run_outcome(const json_t *status, const json_t *summary, const char **reason,
 			return RUN_DONE;
 		}
 		*reason = cjson_get_string(summary, "exit", &ex) == 0 ? ex :
-		    "failed";
+		    REASON_FAILED;
 		return RUN_FAILED;
 	}
 	*reason = "no status.json and no summary in metrics.jsonl (still "
@@ -356,9 +357,9 @@ run_import(const struct cli_command *cmd, int argc, char **argv)
 		    errno != 0 ? strerror(errno) : "not a directory");
 		goto out;
 	}
-	status = load_json(dir, "status.json");
-	train = load_json(dir, "train.json");
-	runj = load_json(dir, "run.json");
+	status = load_json(dir, RUNDIR_STATUS);
+	train = load_json(dir, RUNDIR_TRAIN_JSON);
+	runj = load_json(dir, RUNDIR_RUN_JSON);
 	load_metrics(dir, &start, &summary, &last_step);
 	if (status == NULL && start == NULL && train == NULL) {
 		fprintf(stderr, "cadre import: %s: no status.json, train.json "
@@ -454,8 +455,8 @@ run_import(const struct cli_command *cmd, int argc, char **argv)
 	if (sr.attempts == 0) {
 		if ((e = state_add_attempt(st, spec_run_id(r), &n)) != 0 ||
 		    (e = state_set_attempt_state(st, spec_run_id(r), n,
-		    state == RUN_DONE ? "done" : state == RUN_RUNNING ?
-		    "running" : "failed", exit_code, reason,
+		    state == RUN_DONE ? REASON_DONE : state == RUN_RUNNING ?
+		    "running" : REASON_FAILED, exit_code, reason,
 		    state != RUN_RUNNING)) != 0)
 			goto rollback;
 	}

@@ -1180,14 +1180,14 @@ load(struct state *st, const char *arg, struct report **out)
 	int		 rc;
 
 	*out = NULL;
-	rc = report_find_experiment(st, arg, &id, msg, sizeof msg);
+	rc = state_find_experiment(st, arg, &id, msg, sizeof msg);
 	if (*msg != '\0' || rc != 0)
 		fprintf(stderr, "cadre report: %s\n", *msg != '\0' ? msg :
 		    cadre_strerror(rc));
 	if (rc != 0)
 		return rc;
 	diags_init(&d);
-	rc = report_load(st, id, &d, out);
+	rc = load_report(st, id, &d, out);
 	diags_print(&d, stderr);
 	diags_free(&d);
 	if (rc != 0)

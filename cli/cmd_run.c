@@ -32,6 +32,7 @@
 #include "notify.h"
 #include "paths.h"
 #include "proto.h"
+#include "rundir.h"
 #include "sigpipe.h"
 #include "spec.h"
 #include "state.h"
@@ -146,8 +147,9 @@ print_unreachable(const json_t *st, FILE *fp)
 static int
 final_state(const char *s)
 {
-	return strcmp(s, "done") == 0 || strcmp(s, "failed") == 0 ||
-	    strcmp(s, "cancelled") == 0;
+	enum run_state	st;
+
+	return run_state_parse(s, &st) == 0 && run_state_final(st);
 }
 
 /* Exit status for a finished experiment: 0 when every run is done. */
@@ -158,7 +160,7 @@ all_done(const json_t *st)
 	size_t		 i;
 
 	json_array_foreach(json_object_get(st, "runs"), i, r) {
-		if (strcmp(jstr(r, "state"), "done") != 0)
+		if (strcmp(jstr(r, "state"), run_state_name(RUN_DONE)) != 0)
 			return 0;
 	}
 	return 1;
@@ -409,7 +411,7 @@ run_logs(const struct cli_command *cmd, int argc, char **argv)
 		xasprintf(&path, "%s/log/rank-%" PRId64 ".log", jstr(r, "run_dir"),
 		    o.rank);
 	else
-		xasprintf(&path, "%s/job.out", jstr(r, "run_dir"));
+		xasprintf(&path, "%s/" RUNDIR_JOB_OUT, jstr(r, "run_dir"));
 	fin = final_state(jstr(r, "state"));
 	for (;;) {
 		if (fd == -1)

@@ -23,6 +23,7 @@
 #include "json.h"
 #include "jobscript.h"
 #include "paths.h"
+#include "rundir.h"
 #include "spec.h"
 #include "xmalloc.h"
 
@@ -155,12 +156,12 @@ write_run_dir(const struct spec *s, const struct spec_run *r,
 		    dir);
 		return rc;
 	}
-	xasprintf(&path, "%s/train.json", dir);
+	xasprintf(&path, "%s/" RUNDIR_TRAIN_JSON, dir);
 	rc = jobscript_write_train_json(s, r, dir, path, err, errlen);
 	free(path);
 	if (rc != 0)
 		return rc;
-	xasprintf(&path, "%s/job.sh", dir);
+	xasprintf(&path, "%s/" RUNDIR_JOB_SCRIPT, dir);
 	rc = jobscript_write(kind, templates, js, path, err, errlen);
 	free(path);
 	if (rc != 0)

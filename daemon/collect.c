@@ -20,25 +20,12 @@
 #include "fsutil.h"
 #include "json.h"
 #include "log.h"
+#include "rundir.h"
+#include "rundir_read.h"
 #include "sha256.h"
 #include "state.h"
 #include "strutil.h"
 #include "xmalloc.h"
-
-static int
-fail(char *msg, size_t msglen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int
-fail(char *msg, size_t msglen, int rc, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, msglen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 /* A name meta.json may list: a plain file of the checkpoint dir. */
 static int
@@ -74,28 +61,28 @@ collect_parse_meta(const char *text, size_t len, struct collect_meta *m,
 	m->due_s = -1;
 	if ((rc = cjson_loadb(text, len, COLLECT_META_MAX, &o, &je)) != 0) {
 		if (rc == CADRE_ERR_TOO_LARGE)
-			return fail(msg, msglen, rc, "over %zu bytes",
+			return cadre_errf(msg, msglen, rc, "over %zu bytes",
 			    COLLECT_META_MAX);
-		return fail(msg, msglen, CADRE_ERR_PARSE, "line %d column %d: %s",
+		return cadre_errf(msg, msglen, CADRE_ERR_PARSE, "line %d column %d: %s",
 		    je.line, je.column, je.text);
 	}
 	rc = CADRE_ERR_INVALID;
 	if (!json_is_object(o)) {
-		fail(msg, msglen, rc, "not a JSON object");
+		cadre_errf(msg, msglen, rc, "not a JSON object");
 		goto out;
 	}
 	if (cjson_get_int(o, "step", &m->step) != 0 || m->step < 0 ||
 	    cjson_get_real(o, "elapsed_s", &m->elapsed_s) != 0 ||
 	    !isfinite(m->elapsed_s) || m->elapsed_s < 0 ||
 	    cjson_get_int(o, "samples", &m->samples) != 0 || m->samples < 0) {
-		fail(msg, msglen, rc, "step, elapsed_s and samples must be "
+		cadre_errf(msg, msglen, rc, "step, elapsed_s and samples must be "
 		    "numbers >= 0");
 		goto out;
 	}
 	switch (cjson_get_real(o, "due_s", &m->due_s)) {
 	case 0:
 		if (!isfinite(m->due_s) || m->due_s <= 0) {
-			fail(msg, msglen, rc, "due_s must be a number > 0");
+			cadre_errf(msg, msglen, rc, "due_s must be a number > 0");
 			goto out;
 		}
 		break;
@@ -103,22 +90,22 @@ collect_parse_meta(const char *text, size_t len, struct collect_meta *m,
 		m->due_s = -1;
 		break;
 	default:
-		fail(msg, msglen, rc, "due_s must be a number > 0");
+		cadre_errf(msg, msglen, rc, "due_s must be a number > 0");
 		goto out;
 	}
 	files = json_object_get(o, "files");
 	if (!json_is_object(files) || json_object_size(files) == 0) {
-		fail(msg, msglen, rc, "no \"files\" object of checksums");
+		cadre_errf(msg, msglen, rc, "no \"files\" object of checksums");
 		goto out;
 	}
 	json_object_foreach(files, k, v) {
 		if (m->nfiles == COLLECT_FILES_MAX) {
-			fail(msg, msglen, rc, "more than %d files", COLLECT_FILES_MAX);
+			cadre_errf(msg, msglen, rc, "more than %d files", COLLECT_FILES_MAX);
 			goto out;
 		}
 		if (!plain_name(k) || !json_is_string(v) ||
 		    json_string_length(v) != 64 || !hex64(json_string_value(v))) {
-			fail(msg, msglen, rc, "files: each member must be a plain "
+			cadre_errf(msg, msglen, rc, "files: each member must be a plain "
 			    "file name with a lower-case SHA-256 hex digest");
 			goto out;
 		}
@@ -126,47 +113,6 @@ collect_parse_meta(const char *text, size_t len, struct collect_meta *m,
 		snprintf(m->sha256[m->nfiles], sizeof m->sha256[0], "%s",
 		    json_string_value(v));
 		m->nfiles++;
-	}
-	rc = 0;
-out:
-	json_decref(o);
-	return rc;
-}
-
-int
-collect_parse_eval(const char *line, size_t len, int64_t *step, double *loss,
-    double *accuracy, char **error, char *msg, size_t msglen)
-{
-	json_error_t	 je;
-	json_t		*o = NULL;
-	const char	*e;
-	int		 rc;
-
-	*error = NULL;
-	if ((rc = cjson_loadb(line, len, COLLECT_LINE_MAX, &o, &je)) != 0) {
-		if (rc == CADRE_ERR_TOO_LARGE)
-			return fail(msg, msglen, CADRE_ERR_INVALID,
-			    "a line over %zu bytes", COLLECT_LINE_MAX);
-		return fail(msg, msglen, CADRE_ERR_PARSE, "column %d: %s",
-		    je.column, je.text);
-	}
-	rc = CADRE_ERR_INVALID;
-	if (!json_is_object(o) || cjson_get_int(o, "step", step) != 0 ||
-	    *step < 0) {
-		fail(msg, msglen, rc, "not an object with a \"step\" >= 0");
-		goto out;
-	}
-	if (cjson_get_string(o, "error", &e) == 0) {
-		*error = xstrdup(e);
-		rc = 0;
-		goto out;
-	}
-	if (cjson_get_real(o, "loss", loss) != 0 || !isfinite(*loss) ||
-	    cjson_get_real(o, "accuracy", accuracy) != 0 ||
-	    !isfinite(*accuracy) || *accuracy < 0 || *accuracy > 1) {
-		fail(msg, msglen, rc, "needs a finite \"loss\" and an "
-		    "\"accuracy\" in [0, 1], or an \"error\"");
-		goto out;
 	}
 	rc = 0;
 out:
@@ -220,10 +166,11 @@ known_find(const struct known *k, int64_t step)
 static int64_t
 step_of(const char *name)
 {
-	int64_t	n;
+	int64_t		n;
+	const size_t	pre = sizeof CKPT_DIR_PREFIX - 1;
 
-	if (strncmp(name, "step-", 5) != 0 || name[5] < '0' || name[5] > '9' ||
-	    str_to_int64(name + 5, &n) != 0 || n < 0)
+	if (strncmp(name, CKPT_DIR_PREFIX, pre) != 0 || name[pre] < '0' ||
+	    name[pre] > '9' || str_to_int64(name + pre, &n) != 0 || n < 0)
 		return -1;
 	return n;
 }
@@ -303,7 +250,7 @@ record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
 		if (known_find(k, step) >= 0)
 			continue;
 		xasprintf(&dir, "%s/%s", cdir, de->d_name);
-		xasprintf(&path, "%s/meta.json", dir);
+		xasprintf(&path, "%s/" CKPT_META, dir);
 		rr = read_regular(path, COLLECT_META_MAX, &text, &len);
 		if (rr == 0)
 			rr = collect_parse_meta(text, len, &m, msg, sizeof msg);
@@ -325,7 +272,7 @@ record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
 			c.due_s = m.due_s;
 			c.elapsed_s = m.elapsed_s;
 			c.samples = m.samples;
-			xasprintf(&c.path, "checkpoints/%s", de->d_name);
+			xasprintf(&c.path, RUNDIR_CHECKPOINTS "/%s", de->d_name);
 			c.attempt = attempt;
 			rc = state_add_checkpoint(st, run_id, &c, &ins);
 			free(c.path);
@@ -345,37 +292,6 @@ record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
 	return rc;
 }
 
-int
-collect_read_eval(const char *path, void *ctx,
-    int (*line_fn)(void *ctx, const struct collect_eval *e),
-    void (*bad_fn)(void *ctx, size_t lineno, const char *msg))
-{
-	struct collect_eval	 e;
-	char			*text, *line, *nl, msg[512];
-	size_t			 len, lineno = 0;
-	int			 rc;
-
-	if ((rc = read_regular(path, COLLECT_EVAL_MAX, &text, &len)) != 0)
-		return rc;
-	for (line = text; line < text + len && rc == 0; line = nl + 1) {
-		lineno++;
-		if ((nl = memchr(line, '\n', (size_t)(text + len - line))) == NULL)
-			break;	/* a line being written */
-		if (nl == line)
-			continue;
-		memset(&e, 0, sizeof e);
-		if (collect_parse_eval(line, (size_t)(nl - line), &e.step, &e.loss,
-		    &e.accuracy, &e.error, msg, sizeof msg) != 0) {
-			bad_fn(ctx, lineno, msg);
-			continue;
-		}
-		rc = line_fn(ctx, &e);
-		free(e.error);
-	}
-	free(text);
-	return rc;
-}
-
 struct evals {
 	struct state		*st;
 	const char		*run_id, *path;
@@ -383,7 +299,7 @@ struct evals {
 };
 
 static int
-record_eval(void *ctx, const struct collect_eval *e)
+record_eval(void *ctx, const struct rundir_eval *e)
 {
 	struct evals	*v = ctx;
 	ssize_t		 i;
@@ -412,9 +328,9 @@ record_evals(struct state *st, const char *run_id, const char *run_dir,
 	char		*path;
 	int		 rc;
 
-	xasprintf(&path, "%s/eval.jsonl", run_dir);
+	xasprintf(&path, "%s/" RUNDIR_EVAL, run_dir);
 	v.path = path;
-	rc = collect_read_eval(path, &v, record_eval, warn_eval);
+	rc = rundir_read_eval(path, &v, record_eval, warn_eval);
 	if (rc == CADRE_ERR_NOT_FOUND)
 		rc = 0;
 	else if (rc == CADRE_ERR_TOO_LARGE || rc == CADRE_ERR_SYSTEM ||
@@ -496,7 +412,7 @@ collect_thin(struct state *st, const char *run_id, const char *run_dir,
 	memset(&t, 0, sizeof t);
 	if ((rc = state_list_checkpoints(st, run_id, add_thin, &t)) != 0)
 		goto out;
-	xasprintf(&path, "%s/checkpoints/latest", run_dir);
+	xasprintf(&path, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_LATEST, run_dir);
 	if (read_regular(path, 256, &latest, &len) == 0)
 		latest[strcspn(latest, "\n")] = '\0';
 	free(path);
@@ -509,7 +425,7 @@ collect_thin(struct state *st, const char *run_id, const char *run_dir,
 			    10)) < 0.5;
 		if (keep || (latest != NULL && step_of(latest) == t.step[i]))
 			continue;
-		xasprintf(&dir, "%s/checkpoints/step-%" PRId64, run_dir,
+		xasprintf(&dir, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX "%" PRId64, run_dir,
 		    t.step[i]);
 		if (fs_remove_flat_dir(dir) == -1)
 			log_warn("run %s: %s: %s", run_id, dir, strerror(errno));

@@ -20,8 +20,6 @@
 struct state;
 
 #define COLLECT_META_MAX	((size_t)1 << 16)	/* bytes of a meta.json */
-#define COLLECT_EVAL_MAX	((size_t)16 << 20)	/* bytes of eval.jsonl read */
-#define COLLECT_LINE_MAX	((size_t)1 << 16)	/* bytes of one eval.jsonl line */
 #define COLLECT_FILES_MAX	8	/* files one meta.json may list */
 #define COLLECT_STEPS_MAX	100000	/* checkpoint dirs looked at per run */
 
@@ -45,31 +43,6 @@ int collect_parse_meta(const char *text, size_t len, struct collect_meta *m,
  * first difference in msg. */
 int collect_verify(const char *dir, const struct collect_meta *m, char *msg,
     size_t msglen);
-
-/* One eval.jsonl line (no newline): 0 with its step and either the
- * figures (*error NULL) or *error (caller frees); CADRE_ERR_PARSE /
- * CADRE_ERR_INVALID with the reason in msg. */
-int collect_parse_eval(const char *line, size_t len, int64_t *step,
-    double *loss, double *accuracy, char **error, char *msg, size_t msglen);
-
-/* One parsed eval.jsonl line: figures, or error (not NULL). */
-struct collect_eval {
-	int64_t	 step;
-	double	 loss, accuracy;
-	char	*error;
-};
-
-/*
- * Reads the eval.jsonl at path (up to COLLECT_EVAL_MAX bytes): line_fn for
- * each line that parses (a non-zero return stops and is returned), bad_fn
- * with the 1-based line number and the reason for each that does not; a
- * last line without its newline is being written and is left for later.
- * CADRE_ERR_NOT_FOUND without a file, CADRE_ERR_TOO_LARGE past the bound,
- * CADRE_ERR_SYSTEM (errno) or CADRE_ERR_INVALID (not a regular file).
- */
-int collect_read_eval(const char *path, void *ctx,
-    int (*line_fn)(void *ctx, const struct collect_eval *e),
-    void (*bad_fn)(void *ctx, size_t lineno, const char *msg));
 
 /* Records run_id's timed checkpoints under run_dir not yet in st (attempt:
  * the run's current attempt), and the eval figures of eval.jsonl. *added

@@ -28,6 +28,8 @@
 #include "monitor_int.h"
 #include "notify.h"
 #include "paths.h"
+#include "rundir.h"
+#include "rundir_read.h"
 #include "sha256.h"
 #include "spec.h"
 #include "state.h"
@@ -44,102 +46,95 @@
 
 /* ---------------------------------------------------------------- policy */
 
+/* One line of metrics.jsonl into p: lines come oldest first, so the last
+ * of each kind wins. Lines that are not JSON objects with an event are
+ * skipped (the first line of a tail may be cut). */
+static int
+progress_line(void *ctx, enum rundir_line kind, const char *line, size_t len,
+    size_t lineno)
+{
+	struct monitor_progress	*p = ctx;
+	json_t			*o;
+	const char		*ev;
+	int64_t			 step;
+	double			 d;
+	int			 b;
+
+	(void)lineno;
+	if (kind == RUNDIR_LINE_TOO_LONG || len < 2 ||
+	    cjson_loadb(line, len, MONITOR_METRICS_TAIL, &o, NULL) != 0)
+		return 0;
+	if (!json_is_object(o) || cjson_get_string(o, MX_EVENT, &ev) != 0) {
+		json_decref(o);
+		return 0;
+	}
+	if (cjson_get_int(o, MX_STEP, &step) == 0 && step >= 0) {
+		p->step = step;
+		if (cjson_get_real(o, MX_ELAPSED_S, &d) == 0 && d >= 0)
+			p->elapsed_s = d;
+	}
+	if (strcmp(ev, MX_EV_SUMMARY) == 0 && cjson_get_bool(o, MX_COMPLETE,
+	    &b) == 0 && b)
+		p->complete = 1;
+	if (strcmp(ev, MX_EV_STEP) == 0 && cjson_get_real(o, MX_SAMPLES_PER_S,
+	    &d) == 0 && isfinite(d) && d >= 0)
+		p->samples_per_s = d;
+	json_decref(o);
+	return 0;
+}
+
+static void
+progress_init(struct monitor_progress *p)
+{
+	memset(p, 0, sizeof *p);
+	p->step = -1;
+}
+
 void
 monitor_parse_metrics(const char *text, size_t len,
     struct monitor_progress *p)
 {
-	const char	*line, *end, *stop = text + len;
-	json_t		*o;
-	const char	*ev;
-	int64_t		 step;
-	double		 d;
-	int		 b, have_step = 0, have_sps = 0;
-
-	memset(p, 0, sizeof *p);
-	p->step = -1;
-	/* newest lines first; the first line of a tail may be cut */
-	while (stop > text && (!have_step || !have_sps)) {
-		end = stop;
-		line = end;
-		while (line > text && line[-1] != '\n')
-			line--;
-		stop = line > text ? line - 1 : text;
-		if (end - line < 2)
-			continue;
-		if (cjson_loadb(line, (size_t)(end - line), MONITOR_METRICS_TAIL,
-		    &o, NULL) != 0)
-			continue;
-		if (!json_is_object(o) || cjson_get_string(o, "event",
-		    &ev) != 0) {
-			json_decref(o);
-			continue;
-		}
-		if (!have_step && cjson_get_int(o, "step", &step) == 0 &&
-		    step >= 0) {
-			p->step = step;
-			have_step = 1;
-			if (cjson_get_real(o, "elapsed_s", &d) == 0 && d >= 0)
-				p->elapsed_s = d;
-		}
-		if (strcmp(ev, "summary") == 0 && cjson_get_bool(o, "complete",
-		    &b) == 0 && b)
-			p->complete = 1;
-		if (!have_sps && strcmp(ev, "step") == 0 &&
-		    cjson_get_real(o, "samples_per_s", &d) == 0 &&
-		    isfinite(d) && d >= 0) {
-			p->samples_per_s = d;
-			have_sps = 1;
-		}
-		json_decref(o);
-	}
+	progress_init(p);
+	(void)rundir_split_lines(text, len, 0, MONITOR_METRICS_TAIL,
+	    progress_line, p);
 }
 
 const char *
 monitor_end_reason(enum sched_state st, const char *sr)
 {
-	static const char *const known[] = { "done", "failed", "node_fail",
-	    "preempted", "startup_timeout", "oom", NULL };
-	size_t	i;
-
 	/* status.json is what the job itself saw; a reason we do not know
 	 * counts as a failure */
-	if (sr != NULL) {
-		for (i = 0; known[i] != NULL; i++) {
-			if (strcmp(sr, known[i]) == 0)
-				break;
-		}
-		if (known[i] == NULL)
-			sr = "failed";
-	}
+	if (sr != NULL && !rundir_status_reason_known(sr))
+		sr = REASON_FAILED;
 	switch (st) {
 	case SCHED_CANCELLED:
-		return "cancelled";
+		return REASON_CANCELLED;
 	case SCHED_TIMEOUT:
 		/* launch saw the warning signal and the trainer
 		 * checkpointed: still a timeout, unless it had finished */
-		return sr != NULL && strcmp(sr, "done") == 0 ? "done" :
-		    "timeout";
+		return sr != NULL && strcmp(sr, REASON_DONE) == 0 ? REASON_DONE :
+		    REASON_TIMEOUT;
 	case SCHED_PREEMPTED:
-		return "preempted";
+		return REASON_PREEMPTED;
 	case SCHED_NODE_FAIL:
-		return "node_fail";
+		return REASON_NODE_FAIL;
 	case SCHED_DONE:
-		return sr != NULL ? sr : "done";
+		return sr != NULL ? sr : REASON_DONE;
 	case SCHED_FAILED:
-		return sr != NULL ? sr : "failed";
+		return sr != NULL ? sr : REASON_FAILED;
 	default:
-		return sr != NULL ? sr : "lost";
+		return sr != NULL ? sr : REASON_LOST;
 	}
 }
 
 enum monitor_verdict
 monitor_decide(const struct monitor_end *e, char *why, size_t len)
 {
-	if (strcmp(e->reason, "done") == 0) {
+	if (strcmp(e->reason, REASON_DONE) == 0) {
 		snprintf(why, len, "%s", "");
 		return MONITOR_DONE;
 	}
-	if (strcmp(e->reason, "cancelled") == 0) {
+	if (strcmp(e->reason, REASON_CANCELLED) == 0) {
 		snprintf(why, len, "cancelled by the scheduler");
 		return MONITOR_CANCELLED;
 	}
@@ -747,7 +742,7 @@ status_aside(struct mrun *r, int64_t n)
 {
 	char	*from, *to;
 
-	xasprintf(&from, "%s/status.json", r->run_dir);
+	xasprintf(&from, "%s/" RUNDIR_STATUS, r->run_dir);
 	xasprintf(&to, "%s/status.%lld.json", r->run_dir, (long long)n);
 	if (rename(from, to) != 0 && errno != ENOENT)
 		log_warn("rename %s: %s", from, strerror(errno));
@@ -769,7 +764,7 @@ prepare(struct monitor *m, struct mrun *r, struct jobscript *js,
 		    "(see cadred's log)", r->run_dir);
 	if (!m->cfg.dry && (rc = keygen(m, r, err, errlen)) != 0)
 		return rc;
-	xasprintf(&path, "%s/train.json", r->run_dir);
+	xasprintf(&path, "%s/" RUNDIR_TRAIN_JSON, r->run_dir);
 	rc = jobscript_write_train_json(r->exp->spec, r->r, r->run_dir, path,
 	    err, errlen);
 	free(path);
@@ -778,7 +773,7 @@ prepare(struct monitor *m, struct mrun *r, struct jobscript *js,
 	snprintf(name, namelen, "cadre-%s", r->id);
 	jobscript_from_run(r->exp->spec, r->r, r->run_dir, name, m->cfg.agent,
 	    m->cfg.trainer, js);
-	xasprintf(script, "%s/job.sh", r->run_dir);
+	xasprintf(script, "%s/" RUNDIR_JOB_SCRIPT, r->run_dir);
 	js->job.script = *script;
 	if ((rc = jobscript_write(script_kind(r->exp->backend),
 	    m->cfg.templates, js, *script, err, errlen)) != 0) {
@@ -826,7 +821,7 @@ status_written(struct mrun *r)
 	char		*path;
 	int		 have;
 
-	xasprintf(&path, "%s/status.json", r->run_dir);
+	xasprintf(&path, "%s/" RUNDIR_STATUS, r->run_dir);
 	have = stat(path, &sb) == 0;
 	free(path);
 	return have;
@@ -841,7 +836,7 @@ fail_run(struct monitor *m, struct mrun *r, const char *reason)
 {
 	if (r->attempts > 0)
 		(void)state_set_attempt_state(m->st, r->id, r->attempts,
-		    "failed", -1, reason, 1);
+		    REASON_FAILED, -1, reason, 1);
 	(void)set_state(m, r, RUN_FAILED, reason);
 }
 
@@ -1005,38 +1000,28 @@ submit_due(struct monitor *m, double now)
 void
 mon_read_progress(struct mrun *r)
 {
-	struct stat	 sb;
-	char		*path, *buf;
-	int		 fd;
-	off_t		 off;
-	ssize_t		 n;
+	struct monitor_progress	 p;
+	struct rundir_lines	 o = { 0, MONITOR_METRICS_TAIL, 0, 0, 1 };
+	struct stat		 sb;
+	char			*path;
 
-	xasprintf(&path, "%s/metrics.jsonl", r->run_dir);
-	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+	xasprintf(&path, "%s/" RUNDIR_METRICS, r->run_dir);
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    (sb.st_size == r->m_size && sb.st_mtim.tv_sec ==
+	    r->m_mtime.tv_sec && sb.st_mtim.tv_nsec == r->m_mtime.tv_nsec)) {
 		free(path);
 		return;
 	}
-	if (sb.st_size == r->m_size && sb.st_mtim.tv_sec ==
-	    r->m_mtime.tv_sec && sb.st_mtim.tv_nsec == r->m_mtime.tv_nsec) {
-		free(path);
-		return;
-	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		free(path);
-		return;
-	}
-	free(path);
-	off = sb.st_size > (off_t)MONITOR_METRICS_TAIL ? sb.st_size -
+	/* the tail is enough: progress is in the newest lines */
+	o.from = sb.st_size > (off_t)MONITOR_METRICS_TAIL ? sb.st_size -
 	    (off_t)MONITOR_METRICS_TAIL : 0;
-	buf = xmalloc(MONITOR_METRICS_TAIL);
-	n = pread(fd, buf, MONITOR_METRICS_TAIL, off);
-	close(fd);
-	if (n > 0) {
-		monitor_parse_metrics(buf, (size_t)n, &r->prog);
+	progress_init(&p);
+	if (rundir_read_lines(path, &o, progress_line, &p) == 0) {
+		r->prog = p;
 		r->m_size = sb.st_size;
 		r->m_mtime = sb.st_mtim;
 	}
-	free(buf);
+	free(path);
 }
 
 /* The run's new timed checkpoints into the database: looked for when
@@ -1050,7 +1035,7 @@ collect(struct monitor *m, struct mrun *r, int force)
 	int		 added = 0, rc;
 
 	if (!force) {
-		xasprintf(&path, "%s/metrics.jsonl", r->run_dir);
+		xasprintf(&path, "%s/" RUNDIR_METRICS, r->run_dir);
 		rc = stat(path, &sb);
 		free(path);
 		if (rc != 0 || (sb.st_size == r->c_size &&
@@ -1099,7 +1084,7 @@ read_status(struct mrun *r, char **reason, char **message)
 	int		 rc;
 
 	*reason = *message = NULL;
-	xasprintf(&path, "%s/status.json", r->run_dir);
+	xasprintf(&path, "%s/" RUNDIR_STATUS, r->run_dir);
 	rc = cjson_load_file(path, MONITOR_STATUS_MAX, &o, NULL);
 	if (rc != 0) {
 		if (!(rc == CADRE_ERR_SYSTEM && errno == ENOENT))
@@ -1173,8 +1158,8 @@ end_attempt(struct monitor *m, struct mrun *r, const struct sched_status *ss,
 	collect(m, r, 1);
 	memset(&e, 0, sizeof e);
 	e.reason = monitor_end_reason(ss->state, have_status ? sreason : NULL);
-	if (strcmp(e.reason, "lost") == 0)
-		e.reason = "failed";
+	if (strcmp(e.reason, REASON_LOST) == 0)
+		e.reason = REASON_FAILED;
 	e.attempts = r->attempts;
 	e.retries_max = r->exp->retries_max;
 	e.retry_on = retry_on(r->exp, e.reason);
@@ -1389,7 +1374,7 @@ monitor_cancel(struct monitor *m, const char *target, int64_t *n, char *err,
 		}
 		if (r->attempts > 0)
 			(void)state_set_attempt_state(m->st, r->id, r->attempts,
-			    "cancelled", -1, "cancelled by the user", 1);
+			    REASON_CANCELLED, -1, "cancelled by the user", 1);
 		r->job_pending = 0;
 		(void)set_state(m, r, RUN_CANCELLED, "cancelled by the user");
 		(*n)++;

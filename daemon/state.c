@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,10 +25,6 @@ struct state {
 	char	*path;
 };
 
-static const char *const run_state_names[RUN_STATE_COUNT] = {
-	"new", "queued", "starting", "running", "done", "failed",
-	"cancelled", "requeued",
-};
 
 /*
  * Version 1. States are checked by the database as well, so that a bug
@@ -89,34 +86,6 @@ static const char schema_v2[] =
     " removed INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY (run, step));"
     "PRAGMA user_version = 2;";
-
-const char *
-run_state_name(enum run_state s)
-{
-	if ((unsigned)s >= RUN_STATE_COUNT)
-		return "unknown";
-	return run_state_names[s];
-}
-
-int
-run_state_parse(const char *name, enum run_state *s)
-{
-	int	i;
-
-	for (i = 0; i < RUN_STATE_COUNT; i++) {
-		if (strcmp(run_state_names[i], name) == 0) {
-			*s = (enum run_state)i;
-			return 0;
-		}
-	}
-	return CADRE_ERR_INVALID;
-}
-
-int
-run_state_final(enum run_state s)
-{
-	return s == RUN_DONE || s == RUN_FAILED || s == RUN_CANCELLED;
-}
 
 static double
 now(void)
@@ -886,4 +855,82 @@ state_list_checkpoints(struct state *st, const char *run_id,
 		r = db_err(st, rc, "list checkpoints");
 	sqlite3_finalize(stmt);
 	return r;
+}
+
+struct exp_find {
+	const char	*arg;
+	char		*prefix, *named;	/* the last match of each */
+	size_t		 nprefix, nnamed;
+	char		 other[STATE_ID_MAX + 1];	/* another match */
+};
+
+static int
+find_exp(void *ctx, const struct state_experiment *e)
+{
+	struct exp_find	*f = ctx;
+
+	if (strncmp(e->id, f->arg, strlen(f->arg)) == 0) {
+		if (f->nprefix++ > 0)
+			snprintf(f->other, sizeof f->other, "%s", f->prefix);
+		free(f->prefix);
+		f->prefix = xstrdup(e->id);
+	}
+	if (e->name != NULL && strcmp(e->name, f->arg) == 0) {
+		f->nnamed++;
+		free(f->named);
+		f->named = xstrdup(e->id);	/* oldest first: newest stays */
+	}
+	return 0;
+}
+
+int
+state_find_experiment(struct state *st, const char *arg, char **id,
+    char *msg, size_t msglen)
+{
+	struct state_experiment	 e;
+	struct exp_find		 f;
+	int			 rc;
+
+	*id = NULL;
+	msg[0] = '\0';
+	memset(&e, 0, sizeof e);
+	if (state_get_experiment(st, arg, &e) == 0) {
+		state_experiment_free(&e);
+		*id = xstrdup(arg);
+		return 0;
+	}
+	memset(&f, 0, sizeof f);
+	f.arg = arg;
+	if (*arg == '\0') {
+		snprintf(msg, msglen, "an empty experiment name");
+		rc = CADRE_ERR_NOT_FOUND;
+		goto out;
+	}
+	if ((rc = state_list_experiments(st, find_exp, &f)) != 0)
+		goto out;
+	if (f.nprefix == 1) {
+		*id = f.prefix;
+		f.prefix = NULL;
+	} else if (f.nnamed > 0) {
+		/* a name given again to a new experiment means the new one */
+		if (f.nnamed > 1)
+			snprintf(msg, msglen, "%zu experiments are named '%s': "
+			    "the newest, %s", f.nnamed, arg, f.named);
+		*id = f.named;
+		f.named = NULL;
+	} else if (f.nprefix > 1) {
+		snprintf(msg, msglen, "'%s' is the start of %zu experiment "
+		    "ids (%s, %s%s): give more of it", arg, f.nprefix, f.other,
+		    f.prefix, f.nprefix > 2 ? ", ..." : "");
+		rc = CADRE_ERR_EXISTS;
+	} else {
+		snprintf(msg, msglen, "no experiment '%s' (an id, a unique "
+		    "id prefix or a name; cadre status lists them)", arg);
+		rc = CADRE_ERR_NOT_FOUND;
+	}
+
+ out:
+	free(f.prefix);
+	free(f.named);
+	return rc;
 }

@@ -15,26 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rundir.h"
+
 #define STATE_SCHEMA_VERSION	2	/* PRAGMA user_version */
 #define STATE_ID_MAX		64	/* bytes of an experiment or run id */
 
-/* A run's life, as cadre status shows it. */
-enum run_state {
-	RUN_NEW = 0,		/* recorded, not yet handed to the scheduler */
-	RUN_QUEUED,
-	RUN_STARTING,
-	RUN_RUNNING,
-	RUN_DONE,
-	RUN_FAILED,
-	RUN_CANCELLED,
-	RUN_REQUEUED,		/* ended resumably, waiting to be resubmitted */
-	RUN_STATE_COUNT
-};
-
-const char *run_state_name(enum run_state s);	/* never NULL */
-/* 0 and *s, or CADRE_ERR_INVALID. */
-int run_state_parse(const char *name, enum run_state *s);
-int run_state_final(enum run_state s);	/* done, failed, cancelled */
 
 struct state;
 
@@ -169,5 +154,12 @@ int state_add_event(struct state *st, const char *experiment,
 int state_list_events(struct state *st, const char *run, int64_t after,
     size_t max, int (*fn)(void *ctx, const struct state_event *e),
     void *ctx);
+
+/* The experiment arg names: an id, a unique id prefix, or a name (the
+ * newest experiment of that name; msg then says so when there are more).
+ * CADRE_ERR_NOT_FOUND, or CADRE_ERR_EXISTS for a prefix of several ids
+ * (msg says which). */
+int state_find_experiment(struct state *st, const char *arg, char **id,
+    char *msg, size_t msglen);
 
 #endif

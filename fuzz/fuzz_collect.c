@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "rundir_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,18 +17,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct collect_meta	 m;
 	const char		*p = (const char *)data, *end = p + size, *nl;
-	char			 msg[512], *error;
-	int64_t			 step;
-	double			 loss, acc;
+	struct rundir_eval	 e;
+	char			 msg[512];
 
 	(void)collect_parse_meta(p, size, &m, msg, sizeof msg);
 	while (p < end) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL)
 			nl = end;
-		if (collect_parse_eval(p, (size_t)(nl - p), &step, &loss, &acc,
-		    &error, msg, sizeof msg) == 0)
-			free(error);
+		if (rundir_parse_eval(p, (size_t)(nl - p), &e, msg,
+		    sizeof msg) == 0)
+			free(e.error);
 		p = nl + 1;
 	}
 	return 0;

@@ -22,13 +22,14 @@
 #include "error.h"
 #include "json.h"
 #include "report.h"
+#include "rundir.h"
 #include "spec.h"
 #include "xmalloc.h"
 
 /* ------------------------------------------------------------ report */
 
 static const char *const class_names[REPORT_CLASS_COUNT] = {
-	"done", "failed", "oom", "cancelled", "unfinished", "missing"
+	REASON_DONE, REASON_FAILED, REASON_OOM, REASON_CANCELLED, "unfinished", "missing"
 };
 
 const char *
@@ -168,7 +169,7 @@ status_reason(struct report *r, const char *run_dir, double *stage)
 	char		*path = NULL, *res = NULL;
 	int		 rc;
 
-	xasprintf(&path, "%s/status.json", run_dir);
+	xasprintf(&path, "%s/" RUNDIR_STATUS, run_dir);
 	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
 		diag_warning(&r->warnings, path, 0, 0, "not a regular file: "
 		    "left out");
@@ -199,7 +200,8 @@ status_reason(struct report *r, const char *run_dir, double *stage)
 }
 
 int
-report_add_run(struct report *r, const struct state_run *sr)
+report_add_run(struct report *r, const char *run_id, const char *run_dir,
+    enum run_state state, const char *reason)
 {
 	const struct spec_run	*pr;
 	struct report_run	*rr;
@@ -207,28 +209,28 @@ report_add_run(struct report *r, const struct state_run *sr)
 	size_t			 pi;
 	int			 rc;
 
-	if ((pi = plan_find(r, sr->id)) == SIZE_MAX) {
+	if ((pi = plan_find(r, run_id)) == SIZE_MAX) {
 		diag_warning(&r->warnings, r->exp_id, 0, 0, "run %s is not in "
-		    "the experiment's spec: left out", sr->id);
+		    "the experiment's spec: left out", run_id);
 		return 0;
 	}
 	if (r->added[pi]) {
 		diag_warning(&r->warnings, r->exp_id, 0, 0, "run %s given "
-		    "twice: the second left out", sr->id);
+		    "twice: the second left out", run_id);
 		return 0;
 	}
 	r->added[pi] = 1;
 	pr = spec_plan_run(r->plan, pi);
 	rr = run_append(r);
-	rr->id = xstrdup(sr->id);
+	rr->id = xstrdup(run_id);
 	rr->config_id = xstrdup(spec_run_config_id(pr));
 	rr->repeat = spec_run_repeat(pr);
 	rr->config = spec_run_config(pr);
-	rr->run_dir = xstrdup(sr->run_dir);
-	rr->state = xstrdup(run_state_name(sr->state));
+	rr->run_dir = xstrdup(run_dir);
+	rr->state = xstrdup(run_state_name(state));
 	metrics_init(&rr->m, spec_run_int(pr, SPEC_K_MEASURE_SKIP_STEPS));
 
-	xasprintf(&path, "%s/metrics.jsonl", sr->run_dir);
+	xasprintf(&path, "%s/" RUNDIR_METRICS, run_dir);
 	rc = metrics_load(&rr->m, path, &r->warnings);
 	if (rc == 0)
 		rr->has_metrics = 1;
@@ -240,20 +242,20 @@ report_add_run(struct report *r, const struct state_run *sr)
 		    strerror(errno));
 	free(path);
 	rr->throughput = metrics_throughput(&rr->m);
-	xasprintf(&path, "%s/eval.jsonl", sr->run_dir);
+	xasprintf(&path, "%s/" RUNDIR_EVAL, run_dir);
 	if (rr->m.nmarks > 0 && (rc = metrics_load_eval(&rr->m, path,
 	    &r->warnings)) != 0 && rc != CADRE_ERR_NOT_FOUND)
 		diag_warning(&r->warnings, path, 0, 0, "cannot read: %s",
 		    strerror(errno));
 	free(path);
 
-	sreason = status_reason(r, sr->run_dir, &rr->stage_seconds);
-	if (sr->reason != NULL && *sr->reason != '\0')
-		rr->reason = xstrdup(sr->reason);
+	sreason = status_reason(r, run_dir, &rr->stage_seconds);
+	if (reason != NULL && *reason != '\0')
+		rr->reason = xstrdup(reason);
 	else
 		rr->reason = xstrdup(sreason != NULL ? sreason : "");
 
-	switch (sr->state) {
+	switch (state) {
 	case RUN_DONE:
 		rr->cls = REPORT_DONE;
 		break;
@@ -261,8 +263,8 @@ report_add_run(struct report *r, const struct state_run *sr)
 		rr->cls = REPORT_CANCELLED;
 		break;
 	case RUN_FAILED:
-		rr->cls = (sreason != NULL && strcmp(sreason, "oom") == 0) ||
-		    strcmp(rr->reason, "oom") == 0 || rr->m.oom ?
+		rr->cls = (sreason != NULL && strcmp(sreason, REASON_OOM) == 0) ||
+		    strcmp(rr->reason, REASON_OOM) == 0 || rr->m.oom ?
 		    REPORT_OOM : REPORT_FAILED;
 		break;
 	default:
@@ -655,127 +657,6 @@ report_free(struct report *r)
 	free(r->name);
 	free(r->spec_file);
 	free(r);
-}
-
-/* ------------------------------------------------------------ database */
-
-struct exp_find {
-	const char	*arg;
-	char		*prefix, *named;	/* the last match of each */
-	size_t		 nprefix, nnamed;
-	char		 other[STATE_ID_MAX + 1];	/* another match */
-};
-
-static int
-find_exp(void *ctx, const struct state_experiment *e)
-{
-	struct exp_find	*f = ctx;
-
-	if (strncmp(e->id, f->arg, strlen(f->arg)) == 0) {
-		if (f->nprefix++ > 0)
-			snprintf(f->other, sizeof f->other, "%s", f->prefix);
-		free(f->prefix);
-		f->prefix = xstrdup(e->id);
-	}
-	if (e->name != NULL && strcmp(e->name, f->arg) == 0) {
-		f->nnamed++;
-		free(f->named);
-		f->named = xstrdup(e->id);	/* oldest first: newest stays */
-	}
-	return 0;
-}
-
-int
-report_find_experiment(struct state *st, const char *arg, char **id,
-    char *msg, size_t msglen)
-{
-	struct state_experiment	 e;
-	struct exp_find		 f;
-	int			 rc;
-
-	*id = NULL;
-	msg[0] = '\0';
-	memset(&e, 0, sizeof e);
-	if (state_get_experiment(st, arg, &e) == 0) {
-		state_experiment_free(&e);
-		*id = xstrdup(arg);
-		return 0;
-	}
-	memset(&f, 0, sizeof f);
-	f.arg = arg;
-	if (*arg == '\0') {
-		snprintf(msg, msglen, "an empty experiment name");
-		rc = CADRE_ERR_NOT_FOUND;
-		goto out;
-	}
-	if ((rc = state_list_experiments(st, find_exp, &f)) != 0)
-		goto out;
-	if (f.nprefix == 1) {
-		*id = f.prefix;
-		f.prefix = NULL;
-	} else if (f.nnamed > 0) {
-		/* a name given again to a new experiment means the new one */
-		if (f.nnamed > 1)
-			snprintf(msg, msglen, "%zu experiments are named '%s': "
-			    "the newest, %s", f.nnamed, arg, f.named);
-		*id = f.named;
-		f.named = NULL;
-	} else if (f.nprefix > 1) {
-		snprintf(msg, msglen, "'%s' is the start of %zu experiment "
-		    "ids (%s, %s%s): give more of it", arg, f.nprefix, f.other,
-		    f.prefix, f.nprefix > 2 ? ", ..." : "");
-		rc = CADRE_ERR_EXISTS;
-	} else {
-		snprintf(msg, msglen, "no experiment '%s' (an id, a unique "
-		    "id prefix or a name; cadre status lists them)", arg);
-		rc = CADRE_ERR_NOT_FOUND;
-	}
-
- out:
-	free(f.prefix);
-	free(f.named);
-	return rc;
-}
-
-struct load_ctx {
-	struct report	*r;
-};
-
-static int
-load_run(void *ctx, const struct state_run *sr)
-{
-	struct load_ctx	*lc = ctx;
-
-	return report_add_run(lc->r, sr);
-}
-
-int
-report_load(struct state *st, const char *exp_id, struct diags *d,
-    struct report **out)
-{
-	struct state_experiment	 e;
-	struct report		*r = NULL;
-	struct load_ctx		 lc;
-	int			 rc;
-
-	*out = NULL;
-	memset(&e, 0, sizeof e);
-	if ((rc = state_get_experiment(st, exp_id, &e)) != 0)
-		return rc;
-	if ((rc = report_new(e.id, e.name, e.spec_file, e.spec != NULL ?
-	    e.spec : "", d, &r)) != 0)
-		goto out;
-	lc.r = r;
-	if ((rc = state_list_runs(st, exp_id, load_run, &lc)) != 0)
-		goto out;
-	report_finish(r);
-	*out = r;
-	r = NULL;
-
- out:
-	report_free(r);
-	state_experiment_free(&e);
-	return rc;
 }
 
 /* ------------------------------------------------------------ compare */

@@ -2,9 +2,9 @@
  * cadre report: the numbers of an experiment, computed from what its runs
  * left behind (docs/report.md). The spec text stored with the experiment
  * gives each run's configuration (re-parsed and expanded, runs matched by
- * id); each run directory gives metrics.jsonl (contract C5) and
- * status.json (C2). Nothing here talks to cadred: the database is only
- * read, by report_load().
+ * id); each run directory gives metrics.jsonl and status.json
+ * (docs/contracts.md). Nothing here talks to cadred or its database: the
+ * caller hands over each run (cli/report_load.c reads them from it).
  *
  * A run's throughput is the median of the samples_per_s of its "step"
  * lines with step > measure.skip_steps, over all its attempts. A
@@ -21,9 +21,10 @@
 
 #include "diag.h"
 #include "spec.h"
-#include "state.h"
+#include "rundir.h"
+#include "rundir_read.h"
 
-#define REPORT_LINE_MAX		((size_t)1 << 20)	/* bytes of one metrics line */
+#define REPORT_LINE_MAX		RUNDIR_LINE_MAX	/* bytes of one metrics line */
 #define REPORT_LINES_MAX	((size_t)10000000)	/* lines read per file */
 #define REPORT_POINTS_MAX	((size_t)20000)	/* loss points kept per run */
 #define REPORT_STATUS_MAX	((size_t)1 << 16)	/* bytes of status.json */
@@ -171,22 +172,14 @@ struct report {
  */
 int report_new(const char *exp_id, const char *name, const char *spec_file,
     const char *spec_text, struct diags *d, struct report **out);
-/* Adds one run from the database, reading its run directory. A run id the
- * spec does not plan is a warning, and is left out. */
-int report_add_run(struct report *r, const struct state_run *sr);
+/* Adds one run (its id, directory, state and the reason cadred recorded,
+ * NULL or "" for none), reading its run directory. A run id the spec does
+ * not plan is a warning, and is left out. */
+int report_add_run(struct report *r, const char *run_id, const char *run_dir,
+    enum run_state state, const char *reason);
 /* Planned runs not added become missing; computes every figure. */
 void report_finish(struct report *r);
 void report_free(struct report *r);
-
-/* The experiment arg names: an id, a unique id prefix, or a name (the
- * newest experiment of that name; msg then says so when there are more).
- * CADRE_ERR_NOT_FOUND, or CADRE_ERR_EXISTS for a prefix of several ids
- * (msg says which). */
-int report_find_experiment(struct state *st, const char *arg, char **id,
-    char *msg, size_t msglen);
-/* report_new() + report_add_run() per run + report_finish(). */
-int report_load(struct state *st, const char *exp_id, struct diags *d,
-    struct report **out);
 
 /*
  * Reads a run's eval.jsonl (`cadre-train eval --run-dir`, bounded like

@@ -17,10 +17,11 @@
 #include <jansson.h>
 
 #include "buf.h"
-#include "collect.h"
 #include "error.h"
 #include "json.h"
 #include "report.h"
+#include "rundir.h"
+#include "rundir_read.h"
 #include "xmalloc.h"
 
 void
@@ -287,7 +288,7 @@ metrics_parse_line(struct metrics *m, const char *line, size_t len,
 			goto out;
 	} else if (strcmp(ev, "error") == 0) {
 		if (cjson_get_string(o, "kind", &kind) == 0 &&
-		    strcmp(kind, "oom") == 0)
+		    strcmp(kind, REASON_OOM) == 0)
 			m->oom = 1;
 	} else if (strcmp(ev, "summary") == 0) {
 		j = json_object_get(o, "peak_rss_bytes");
@@ -315,70 +316,50 @@ metrics_parse_line(struct metrics *m, const char *line, size_t len,
 	return rc;
 }
 
+struct metrics_read {
+	struct metrics	*m;
+	struct diags	*d;
+	const char	*path;
+};
+
+static int
+metrics_read_line(void *ctx, enum rundir_line kind, const char *line,
+    size_t len, size_t lineno)
+{
+	struct metrics_read	*mr = ctx;
+	char			 msg[512];
+
+	switch (kind) {
+	case RUNDIR_LINE_TOO_LONG:
+		diag_warning(mr->d, mr->path, lineno, 1, "skipped: line "
+		    "longer than %zu bytes", REPORT_LINE_MAX);
+		break;
+	case RUNDIR_LINE:
+		if (metrics_parse_line(mr->m, line, len, msg, sizeof msg) != 0)
+			diag_warning(mr->d, mr->path, lineno, 1, "skipped: %s",
+			    msg);
+		break;
+	case RUNDIR_LINE_LAST:
+		/* a run still writing it: it counts when already whole */
+		(void)metrics_parse_line(mr->m, line, len, msg, sizeof msg);
+		break;
+	}
+	return 0;
+}
+
 int
 metrics_load(struct metrics *m, const char *path, struct diags *d)
 {
-	struct cbuf	 line;
-	struct stat	 sb;
-	char		 buf[65536], msg[512];
-	ssize_t		 n;
-	size_t		 lineno = 0, i, start;
-	int		 fd, rc = 0, toolong = 0;
+	struct metrics_read	mr = { m, d, path };
+	struct rundir_lines	o = { 0, REPORT_LINE_MAX, REPORT_LINES_MAX, 0, 0 };
+	int			rc;
 
-	/* O_NONBLOCK: a FIFO put there must not hang the report */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
-		return errno == ENOENT ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
-	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return CADRE_ERR_INVALID;
+	rc = rundir_read_lines(path, &o, metrics_read_line, &mr);
+	if (rc == CADRE_ERR_TOO_LARGE) {
+		diag_warning(d, path, REPORT_LINES_MAX, 1, "stopped reading "
+		    "after %zu lines", REPORT_LINES_MAX);
+		rc = 0;
 	}
-	cbuf_init(&line, REPORT_LINE_MAX);
-	for (;;) {
-		n = read(fd, buf, sizeof buf);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1) {
-			rc = CADRE_ERR_SYSTEM;
-			break;
-		}
-		if (n == 0)
-			break;
-		for (start = 0, i = 0; i < (size_t)n; i++) {
-			if (buf[i] != '\n')
-				continue;
-			if (!toolong && cbuf_add(&line, buf + start,
-			    i - start) != 0)
-				toolong = 1;
-			lineno++;
-			if (toolong)
-				diag_warning(d, path, lineno, 1, "skipped: line "
-				    "longer than %zu bytes", REPORT_LINE_MAX);
-			else if (line.len > 0 && metrics_parse_line(m,
-			    line.data, line.len, msg, sizeof msg) != 0)
-				diag_warning(d, path, lineno, 1, "skipped: %s",
-				    msg);
-			cbuf_reset(&line);
-			toolong = 0;
-			start = i + 1;
-			if (lineno >= REPORT_LINES_MAX) {
-				diag_warning(d, path, lineno, 1, "stopped "
-				    "reading after %zu lines", REPORT_LINES_MAX);
-				goto out;
-			}
-		}
-		if (!toolong && cbuf_add(&line, buf + start,
-		    (size_t)n - start) != 0)
-			toolong = 1;
-	}
-	/* The last line without its newline: a run still writing it. It
-	 * counts when it is already whole. */
-	if (rc == 0 && !toolong && line.len > 0)
-		(void)metrics_parse_line(m, line.data, line.len, msg,
-		    sizeof msg);
-
- out:
-	cbuf_free(&line);
-	close(fd);
 	return rc;
 }
 
@@ -389,7 +370,7 @@ struct eval_load {
 };
 
 static int
-eval_line(void *ctx, const struct collect_eval *e)
+eval_line(void *ctx, const struct rundir_eval *e)
 {
 	struct eval_load	*el = ctx;
 	size_t			 i;
@@ -417,10 +398,10 @@ metrics_load_eval(struct metrics *m, const char *path, struct diags *d)
 	struct eval_load	el = { m, d, path };
 	int			rc;
 
-	rc = collect_read_eval(path, &el, eval_line, eval_bad);
+	rc = rundir_read_eval(path, &el, eval_line, eval_bad);
 	if (rc == CADRE_ERR_TOO_LARGE) {
 		diag_warning(d, path, 0, 0, "over %zu bytes: not read",
-		    COLLECT_EVAL_MAX);
+		    RUNDIR_EVAL_MAX);
 		rc = 0;
 	}
 	return rc;

@@ -23,23 +23,6 @@
 #define WORD_MAX	SPEC_MAX_WORD
 #define SLURM_SIG_MAX	65535	/* --signal's time is 16 bits */
 
-static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list	ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return CADRE_ERR_INVALID;
-}
-
 int
 jobscript_word_ok(const char *s)
 {
@@ -141,7 +124,7 @@ check_word(const char *what, const char *v, char *err, size_t errlen)
 {
 	if (v == NULL || jobscript_word_ok(v))
 		return 0;
-	return fail(err, errlen, "%s: '%s' cannot be written into a job "
+	return cadre_errf(err, errlen, CADRE_ERR_INVALID, "%s: '%s' cannot be written into a job "
 	    "script's scheduler lines: use letters, digits and . _ , : = + / "
 	    "@ %% ^ ~ ! [ ] { } - only", what, v);
 }
@@ -154,30 +137,30 @@ jobscript_check_job(const struct sched_job *j, char *err, size_t errlen)
 
 	if (j->run_id == NULL || strlen(j->run_id) != SPEC_ID_LEN ||
 	    strspn(j->run_id, "0123456789abcdef") != SPEC_ID_LEN)
-		return fail(err, errlen, "run id: expected %d hex digits",
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "run id: expected %d hex digits",
 		    SPEC_ID_LEN);
 	if (j->run_dir == NULL || j->run_dir[0] != '/' ||
 	    !text_ok(j->run_dir, SPEC_MAX_PATH))
-		return fail(err, errlen, "run dir: expected an absolute path "
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "run dir: expected an absolute path "
 		    "without control characters");
 	if (j->job_name == NULL || !str_is_name(j->job_name, JOBSCRIPT_NAME_MAX))
-		return fail(err, errlen, "job name: expected 1 to %d of "
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "job name: expected 1 to %d of "
 		    "A-Z a-z 0-9 . _ -", JOBSCRIPT_NAME_MAX);
 	if (j->nodes < 1 || j->nodes > 100000)
-		return fail(err, errlen, "nodes: %" PRId64 " out of range",
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "nodes: %" PRId64 " out of range",
 		    j->nodes);
 	if (j->tasks_per_node < 1 || j->tasks_per_node > 100000)
-		return fail(err, errlen, "tasks per node: %" PRId64
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "tasks per node: %" PRId64
 		    " out of range", j->tasks_per_node);
 	if (j->gpus_per_node < 0 || j->gpus_per_node > 1024 ||
 	    j->cpus_per_task < 0 || j->cpus_per_task > 100000 ||
 	    j->memory < 0)
-		return fail(err, errlen, "gpus, cpus or memory out of range");
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "gpus, cpus or memory out of range");
 	if (j->time_limit < 60 || j->time_limit > DURATION_MAX)
-		return fail(err, errlen, "time limit: at least 1 minute");
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "time limit: at least 1 minute");
 	if (j->signal_grace < 0 || j->signal_grace > SLURM_SIG_MAX ||
 	    (j->signal_grace > 0 && j->signal_grace >= j->time_limit))
-		return fail(err, errlen, "signal grace: %" PRId64 " s: expected "
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "signal grace: %" PRId64 " s: expected "
 		    "0 to %d s and less than the time limit", j->signal_grace,
 		    SLURM_SIG_MAX);
 	if ((r = check_word("scheduler.partition", j->partition, err,
@@ -190,19 +173,19 @@ jobscript_check_job(const struct sched_job *j, char *err, size_t errlen)
 	/* Extra words are argv words of sbatch/qsub, never script text. */
 	for (i = 0; i < j->nextra; i++) {
 		if (*j->extra[i] == '\0' || !text_ok(j->extra[i], WORD_MAX))
-			return fail(err, errlen, "scheduler.extra[%zu]: expected "
+			return cadre_errf(err, errlen, CADRE_ERR_INVALID, "scheduler.extra[%zu]: expected "
 			    "1 to %d bytes without control characters", i,
 			    WORD_MAX);
 	}
 	if (j->script != NULL && (j->script[0] != '/' ||
 	    !text_ok(j->script, SPEC_MAX_PATH)))
-		return fail(err, errlen, "job script: expected an absolute path");
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "job script: expected an absolute path");
 	for (i = 0; i < j->nenv; i++) {
 		const char	*eq = strchr(j->env[i], '=');
 
 		if (eq == NULL || !env_name_ok(j->env[i],
 		    (size_t)(eq - j->env[i])) || !text_ok(eq + 1, SPEC_MAX_TEXT))
-			return fail(err, errlen, "environment entry %zu: expected "
+			return cadre_errf(err, errlen, CADRE_ERR_INVALID, "environment entry %zu: expected "
 			    "NAME=value, a variable name and no control "
 			    "characters", i);
 	}
@@ -355,7 +338,7 @@ expand(struct cbuf *b, enum jobscript_kind kind, const char *name,
 #define IS(s)	(len == sizeof(s) - 1 && memcmp(name, s, len) == 0)
 	if (IS("DIRECTIVES") || IS("ENV")) {
 		if (!alone)
-			return fail(err, errlen, "template: @%.*s@ must stand "
+			return cadre_errf(err, errlen, CADRE_ERR_INVALID, "template: @%.*s@ must stand "
 			    "alone on its line", (int)len, name);
 		if (IS("ENV"))
 			add_env(b, j);
@@ -424,7 +407,7 @@ expand(struct cbuf *b, enum jobscript_kind kind, const char *name,
 		duration_format(js->startup_timeout, d, sizeof d);
 		cbuf_add_shell_word(b, d);
 	} else
-		return fail(err, errlen, "template: unknown placeholder @%.*s@",
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "template: unknown placeholder @%.*s@",
 		    (int)len, name);
 #undef IS
 	return 0;
@@ -442,7 +425,7 @@ jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
 	if (js->agent == NULL || js->agent[0] != '/' ||
 	    !text_ok(js->agent, SPEC_MAX_PATH) || js->trainer == NULL ||
 	    js->trainer[0] != '/' || !text_ok(js->trainer, SPEC_MAX_PATH))
-		return fail(err, errlen, "agent and trainer: expected absolute "
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "agent and trainer: expected absolute "
 		    "paths");
 	if ((r = jobscript_check_job(&js->job, err, errlen)) != 0)
 		return r;
@@ -451,7 +434,7 @@ jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
 	 * render a script whose `wrap --container enroot` would refuse. */
 	if (js->container_runtime != NULL &&
 	    strcmp(js->container_runtime, "enroot") == 0)
-		return fail(err, errlen, "container.runtime enroot: cadred's "
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "container.runtime enroot: cadred's "
 		    "job scripts do not start enroot containers yet; use "
 		    "apptainer or singularity, or `cadre-agent launch "
 		    "--from-env` in an sbatch script with pyxis's options");
@@ -459,7 +442,7 @@ jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
 	    strchr(js->stage_src, ':') != NULL ||
 	    !text_ok(js->stage_src, SPEC_MAX_PATH) ||
 	    !text_ok(js->stage_dst, SPEC_MAX_PATH)))
-		return fail(err, errlen, "stage.to: trainer.data and stage.to "
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "stage.to: trainer.data and stage.to "
 		    "must be paths without ':' (launch --stage takes SRC:DST)");
 	/* Unbounded while rendering (the inputs are bounded), checked at the
 	 * end: a failed append could not be noticed in the middle. */
@@ -496,7 +479,7 @@ jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
 			i++;
 	}
 	if (b.len > JOBSCRIPT_MAX) {
-		r = fail(err, errlen, "job script: larger than %zu bytes",
+		r = cadre_errf(err, errlen, CADRE_ERR_INVALID, "job script: larger than %zu bytes",
 		    (size_t)JOBSCRIPT_MAX);
 		goto out;
 	}
@@ -521,7 +504,7 @@ jobscript_write(enum jobscript_kind kind, const char *templates_dir,
 	    kind == JOBSCRIPT_PBS ? "pbs.sh.in" :
 	    kind == JOBSCRIPT_LOCAL ? "local.sh.in" : "slurm.sh.in");
 	if ((r = cbuf_read_file(&t, tpath)) != 0) {
-		fail(err, errlen, "%s: %s", tpath, r == CADRE_ERR_SYSTEM ?
+		cadre_errf(err, errlen, CADRE_ERR_INVALID, "%s: %s", tpath, r == CADRE_ERR_SYSTEM ?
 		    strerror(errno) : cadre_strerror(r));
 		goto out;
 	}
@@ -531,7 +514,7 @@ jobscript_write(enum jobscript_kind kind, const char *templates_dir,
 	xasprintf(&tmp, "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
 	if (fd < 0) {
-		r = fail(err, errlen, "%s: %s", tmp, strerror(errno));
+		r = cadre_errf(err, errlen, CADRE_ERR_INVALID, "%s: %s", tmp, strerror(errno));
 		r = CADRE_ERR_SYSTEM;
 		goto out;
 	}
@@ -540,7 +523,7 @@ jobscript_write(enum jobscript_kind kind, const char *templates_dir,
 	if (close(fd) != 0)
 		ok = 0;
 	if (!ok || rename(tmp, path) != 0) {
-		fail(err, errlen, "%s: %s", path, strerror(errno));
+		cadre_errf(err, errlen, CADRE_ERR_INVALID, "%s: %s", path, strerror(errno));
 		(void)unlink(tmp);
 		r = CADRE_ERR_SYSTEM;
 		goto out;
@@ -598,7 +581,7 @@ jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
 
 	if (run_dir == NULL || run_dir[0] != '/' ||
 	    !text_ok(run_dir, SPEC_MAX_PATH))
-		return fail(err, errlen, "run dir: expected an absolute path "
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "run dir: expected an absolute path "
 		    "without control characters");
 	o = json_object();
 	set_int(o, "version", 1);
@@ -665,12 +648,12 @@ jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
 	 * the member is then left out: the trainer would find it missing */
 	if (json_object_size(o) != TRAIN_JSON_KEYS ||
 	    json_object_size(opt) != TRAIN_JSON_OPT_KEYS) {
-		rc = fail(err, errlen, "train.json: a value is not valid "
+		rc = cadre_errf(err, errlen, CADRE_ERR_INVALID, "train.json: a value is not valid "
 		    "UTF-8 (the run dir?)");
 		goto out;
 	}
 	if ((rc = cjson_write_atomic(path, o, 0600)) != 0) {
-		fail(err, errlen, "%s: %s", path, rc == CADRE_ERR_SYSTEM ?
+		cadre_errf(err, errlen, CADRE_ERR_INVALID, "%s: %s", path, rc == CADRE_ERR_SYSTEM ?
 		    strerror(errno) : cadre_strerror(rc));
 		goto out;
 	}

@@ -54,6 +54,7 @@
 #include "json.h"
 #include "log.h"
 #include "paths.h"
+#include "rundir.h"
 #include "scheduler.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -448,7 +449,7 @@ supervise(struct sup *a)
 	if (out < 0) {
 		snprintf(msg, sizeof msg, "cannot open job.out: %s",
 		    strerror(errno));
-		sup_record(a, id, ticks, 0, "failed", -1, 0, msg);
+		sup_record(a, id, ticks, 0, REASON_FAILED, -1, 0, msg);
 		(void)write_all(3, id, strlen(id));
 		_exit(1);
 	}
@@ -476,7 +477,7 @@ supervise(struct sup *a)
 	}
 	if (script < 0) {
 		snprintf(msg, sizeof msg, "fork: %s", strerror(errno));
-		sup_record(a, id, ticks, 0, "failed", -1, 0, msg);
+		sup_record(a, id, ticks, 0, REASON_FAILED, -1, 0, msg);
 		(void)write_all(3, id, strlen(id));
 		_exit(1);
 	}
@@ -544,16 +545,16 @@ supervise(struct sup *a)
 	else if (WIFSIGNALED(wst))
 		termsig = WTERMSIG(wst);
 	if (cancelled) {
-		state = "cancelled";
-		snprintf(msg, sizeof msg, "cancelled");
+		state = REASON_CANCELLED;
+		snprintf(msg, sizeof msg, REASON_CANCELLED);
 	} else if (timed_out) {
-		state = "timeout";
+		state = REASON_TIMEOUT;
 		snprintf(msg, sizeof msg, "reached its time limit");
 	} else if (code == 0) {
-		state = "done";
+		state = REASON_DONE;
 		snprintf(msg, sizeof msg, "exited 0");
 	} else {
-		state = "failed";
+		state = REASON_FAILED;
 		if (termsig != 0)
 			snprintf(msg, sizeof msg, "killed by signal %d",
 			    termsig);
@@ -712,7 +713,7 @@ local_submit(struct sched *s, const struct sched_job *j, char **job_id)
 	}
 	if ((fields = record_fields(j)) == NULL)
 		return CADRE_ERR_INVALID;
-	xasprintf(&out, "%s/job.out", j->run_dir);
+	xasprintf(&out, "%s/" RUNDIR_JOB_OUT, j->run_dir);
 	a.script = j->script;
 	a.run_dir = j->run_dir;
 	a.out_path = out;
@@ -825,13 +826,13 @@ record_state(const json_t *rec)
 		return SCHED_QUEUED;
 	if (strcmp(st, "running") == 0)
 		return SCHED_RUNNING;
-	if (strcmp(st, "done") == 0)
+	if (strcmp(st, REASON_DONE) == 0)
 		return SCHED_DONE;
-	if (strcmp(st, "failed") == 0)
+	if (strcmp(st, REASON_FAILED) == 0)
 		return SCHED_FAILED;
-	if (strcmp(st, "timeout") == 0)
+	if (strcmp(st, REASON_TIMEOUT) == 0)
 		return SCHED_TIMEOUT;
-	if (strcmp(st, "cancelled") == 0)
+	if (strcmp(st, REASON_CANCELLED) == 0)
 		return SCHED_CANCELLED;
 	return SCHED_UNKNOWN;
 }
@@ -850,7 +851,7 @@ poll_dry(struct local *l, const char *id, struct sched_status *o)
 	xasprintf(&path, "%s/%s.cancelled", l->dir, id);
 	if (stat(path, &sb) == 0) {
 		o->state = SCHED_CANCELLED;
-		snprintf(o->reason, sizeof o->reason, "cancelled");
+		snprintf(o->reason, sizeof o->reason, REASON_CANCELLED);
 	} else {
 		free(path);
 		xasprintf(&path, "%s/%s.json", l->dir, id);
@@ -934,9 +935,9 @@ local_cancel(struct sched *s, const char *id)
 		r = 0;
 		if (record_state(rec) == SCHED_QUEUED) {
 			json_object_set_new(rec, "state",
-			    json_string("cancelled"));
+			    json_string(REASON_CANCELLED));
 			json_object_set_new(rec, "message",
-			    json_string("cancelled"));
+			    json_string(REASON_CANCELLED));
 			xasprintf(&path, "%s/%s.json", l->dir, id);
 			r = cjson_write_atomic(path, rec, 0600);
 			free(path);

@@ -17,6 +17,7 @@
 #include "jobscript.h"
 #include "json.h"
 #include "log.h"
+#include "rundir.h"
 #include "scheduler.h"
 #include "xmalloc.h"
 
@@ -196,7 +197,7 @@ pbs_submit(struct sched *s, const struct sched_job *job, char **job_id)
 	if (job->script == NULL)
 		return CADRE_ERR_INVALID;
 	av = xcalloc(job->nextra + 10, sizeof *av);
-	xasprintf(&o, "%s/job.out", job->run_dir);
+	xasprintf(&o, "%s/" RUNDIR_JOB_OUT, job->run_dir);
 	av[nav++] = (char *)"qsub";
 	av[nav++] = (char *)"-N";
 	av[nav++] = (char *)job->job_name;

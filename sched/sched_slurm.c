@@ -14,6 +14,7 @@
 #include "error.h"
 #include "jobscript.h"
 #include "log.h"
+#include "rundir.h"
 #include "scheduler.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -227,7 +228,7 @@ slurm_submit(struct sched *s, const struct sched_job *job, char **job_id)
 		return CADRE_ERR_INVALID;
 	av = xcalloc(job->nextra + 8, sizeof *av);
 	opath = slurm_pattern_escape(job->run_dir);
-	xasprintf(&o, "--output=%s/job.out", opath);
+	xasprintf(&o, "--output=%s/" RUNDIR_JOB_OUT, opath);
 	xasprintf(&cwd, "--chdir=%s", job->run_dir);
 	xasprintf(&name, "--job-name=%s", job->job_name);
 	av[nav++] = (char *)"sbatch";

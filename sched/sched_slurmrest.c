@@ -25,6 +25,7 @@
 #include "jobscript.h"
 #include "json.h"
 #include "log.h"
+#include "rundir.h"
 #include "scheduler.h"
 #include "xmalloc.h"
 
@@ -323,13 +324,13 @@ rest_job_properties(const struct sched_job *job)
 	json_object_set_new(p, "current_working_directory",
 	    json_string(job->run_dir));
 	/* Slurm's filename patterns: % -> %% */
-	esc = xmalloc(strlen(job->run_dir) * 2 + sizeof "/job.out");
+	esc = xmalloc(strlen(job->run_dir) * 2 + sizeof "/" RUNDIR_JOB_OUT);
 	for (i = k = 0; job->run_dir[i] != '\0'; i++) {
 		esc[k++] = job->run_dir[i];
 		if (job->run_dir[i] == '%')
 			esc[k++] = '%';
 	}
-	strcpy(esc + k, "/job.out");
+	strcpy(esc + k, "/" RUNDIR_JOB_OUT);
 	json_object_set_new(p, "standard_output", json_string(esc));
 	json_object_set_new(p, "standard_error", json_string(esc));
 	free(esc);

@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "error.h"
 #include "log.h"
+#include "rundir.h"
 #include "scheduler.h"
 #include "xmalloc.h"
 
@@ -23,8 +24,8 @@
 #define SCHED_DEFAULT_TIMEOUT	30	/* seconds */
 
 static const char *const state_names[SCHED_STATE_COUNT] = {
-	"unknown", "queued", "starting", "running", "done", "failed",
-	"cancelled", "timeout", "preempted", "node_fail",
+	"unknown", "queued", "starting", "running", REASON_DONE, REASON_FAILED,
+	REASON_CANCELLED, REASON_TIMEOUT, REASON_PREEMPTED, REASON_NODE_FAIL,
 };
 
 static const struct sched_ops *const backends[] = {

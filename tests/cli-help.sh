@@ -1,6 +1,6 @@
 #!/bin/sh
 # The cadre command line agrees with its help: `cadre --help` lists every
-# command defined in daemon/*.c; `cadre CMD --help` exits 0 and lists the
+# command defined in cli/*.c; `cadre CMD --help` exits 0 and lists the
 # options of CMD's table in the source, each of which the parser accepts
 # (long and short forms); unknown options and commands exit 2 with a message.
 set -u
@@ -96,11 +96,11 @@ sed -n '/^Commands:$/,/^$/p' "$tmp/out" | sed '1d;$d' | awk '{ print $1 }' |
 # The name on the line right after each "const struct cli_command
 # cli_cmd_X = {": `.name = "x",` or, positional, `"x", ...`.
 sed -n '/^const struct cli_command cli_cmd_[a-z_]* = {$/{n;s/^[[:space:]]*\(\.name = \)\{0,1\}"\([a-z-]*\)",.*/\2/p;}' \
-    "$top_srcdir"/daemon/*.c | sort >"$tmp/defined"
+    "$top_srcdir"/cli/*.c | sort >"$tmp/defined"
 if [ -s "$tmp/defined" ] && cmp -s "$tmp/defined" "$tmp/listed"; then
 	pass "cadre --help lists the commands: $(tr '\n' ' ' <"$tmp/listed")"
 else
-	fail "commands in cadre --help differ from those in daemon/*.c:"
+	fail "commands in cadre --help differ from those in cli/*.c:"
 	diff -u "$tmp/defined" "$tmp/listed" | sed 's/^/  /'
 fi
 
@@ -126,7 +126,7 @@ for cmd in $(cat "$tmp/defined"); do
 	# The option table of the command in the source: the lines between
 	# "<cmd>_options[] = {" and "};" of the form { "name", ... }.
 	sed -n "/^static const struct cli_option ${cmd}_options\\[\\] = {\$/,/^};\$/p" \
-	    "$top_srcdir"/daemon/*.c |
+	    "$top_srcdir"/cli/*.c |
 	    sed -n 's/^[[:space:]]*{ "\([a-z][a-z-]*\)",.*/\1/p' | sort >"$tmp/table"
 	if cmp -s "$tmp/table" "$tmp/helped"; then
 		pass "cadre $cmd --help lists its options: $(tr '\n' ' ' <"$tmp/helped")"

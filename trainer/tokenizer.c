@@ -89,18 +89,6 @@ insert(struct tokenizer *t, uint32_t id)
 	return -1;
 }
 
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Code points in s[0..n) of valid UTF-8. */
 static size_t
 count_chars(const char *s, size_t n)
@@ -126,7 +114,7 @@ tok_load_mem(const char *name, const char *data, size_t len,
 
 	*out = NULL;
 	if (len > TOK_VOCAB_MAX_FILE) {
-		seterr(err, errlen, "%s: error: vocab file of %zu bytes, over the bound of %u MiB",
+		(void)cadre_errf(err, errlen, 0, "%s: error: vocab file of %zu bytes, over the bound of %u MiB",
 		    name, len, TOK_VOCAB_MAX_FILE >> 20);
 		return CADRE_ERR_TOO_LARGE;
 	}
@@ -137,7 +125,7 @@ tok_load_mem(const char *name, const char *data, size_t len,
 	if (len > 0 && data[len - 1] != '\n')
 		lines++;
 	if (lines > TOK_VOCAB_MAX_TOKENS) {
-		seterr(err, errlen, "%s:%u: error: more than %u tokens in a vocab",
+		(void)cadre_errf(err, errlen, 0, "%s:%u: error: more than %u tokens in a vocab",
 		    name, TOK_VOCAB_MAX_TOKENS + 1, TOK_VOCAB_MAX_TOKENS);
 		return CADRE_ERR_TOO_LARGE;
 	}
@@ -163,24 +151,24 @@ tok_load_mem(const char *name, const char *data, size_t len,
 		nl = memchr(s, '\n', len - pos);
 		n = nl != NULL ? (size_t)(nl - s) : len - pos;
 		if (n == 0) {
-			seterr(err, errlen, "%s:%u: error: empty line (a vocab has one token per line)",
+			(void)cadre_errf(err, errlen, 0, "%s:%u: error: empty line (a vocab has one token per line)",
 			    name, line);
 			goto out;
 		}
 		if (n > TOK_VOCAB_MAX_TOKEN) {
-			seterr(err, errlen, "%s:%u: error: token of %zu bytes, over the bound of %u",
+			(void)cadre_errf(err, errlen, 0, "%s:%u: error: token of %zu bytes, over the bound of %u",
 			    name, line, n, TOK_VOCAB_MAX_TOKEN);
 			rc = CADRE_ERR_TOO_LARGE;
 			goto out;
 		}
 		if (!str_valid_utf8(s, n, &bad)) {
-			seterr(err, errlen, "%s:%u:%zu: error: invalid UTF-8 (byte 0x%02x)",
+			(void)cadre_errf(err, errlen, 0, "%s:%u:%zu: error: invalid UTF-8 (byte 0x%02x)",
 			    name, line, count_chars(s, bad) + 1, (unsigned char)s[bad]);
 			goto out;
 		}
 		for (i = 0; i < n; i++) {
 			if (s[i] == '\0' || s[i] == '\r') {
-				seterr(err, errlen, "%s:%u:%zu: error: %s in a token%s",
+				(void)cadre_errf(err, errlen, 0, "%s:%u:%zu: error: %s in a token%s",
 				    name, line, count_chars(s, i) + 1,
 				    s[i] == '\0' ? "NUL byte" : "carriage return",
 				    s[i] == '\0' ? "" : " (DOS line endings? convert with dos2unix)");
@@ -191,7 +179,7 @@ tok_load_mem(const char *name, const char *data, size_t len,
 		t->off[t->n] = (uint32_t)pos;
 		t->len[t->n] = (uint32_t)n;
 		if ((first = insert(t, t->n)) >= 0) {
-			seterr(err, errlen, "%s:%u: error: duplicate token \"%s\" (first on line %d)",
+			(void)cadre_errf(err, errlen, 0, "%s:%u: error: duplicate token \"%s\" (first on line %d)",
 			    name, line, s, first + 1);
 			goto out;
 		}
@@ -203,7 +191,7 @@ tok_load_mem(const char *name, const char *data, size_t len,
 	for (i = 0; i < TOK_NSPECIAL; i++)
 		t->special[i] = tok_lookup(t, special_names[i], strlen(special_names[i]));
 	if (t->special[TOK_UNK] < 0) {
-		seterr(err, errlen, "%s: error: no [UNK] token in the vocab", name);
+		(void)cadre_errf(err, errlen, 0, "%s: error: no [UNK] token in the vocab", name);
 		goto out;
 	}
 	*out = t;
@@ -225,10 +213,10 @@ tok_load(const char *path, const struct tok_opts *opts,
 	cbuf_init(&b, TOK_VOCAB_MAX_FILE);
 	rc = cbuf_read_file(&b, path);
 	if (rc == CADRE_ERR_TOO_LARGE)
-		seterr(err, errlen, "%s: error: vocab file over the bound of %u MiB",
+		(void)cadre_errf(err, errlen, 0, "%s: error: vocab file over the bound of %u MiB",
 		    path, TOK_VOCAB_MAX_FILE >> 20);
 	else if (rc != 0)
-		seterr(err, errlen, "%s: error: %s", path, strerror(errno));
+		(void)cadre_errf(err, errlen, 0, "%s: error: %s", path, strerror(errno));
 	else
 		rc = tok_load_mem(path, b.data != NULL ? b.data : "", b.len,
 		    opts, out, err, errlen);

@@ -224,18 +224,6 @@ vb_add_text(struct vocab_builder *vb, const char *text, size_t len)
 	tok_basic(&vb->opts.tok, vb->st, text, len, count_word, vb);
 }
 
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Lines from a FILE through a buffer of at most VB_MAX_LINE bytes. */
 struct lreader {
 	FILE		*f;
@@ -316,13 +304,13 @@ count_lines(struct vocab_builder *vb, FILE *f, const char *path,
 
 		if ((r = lr_next(&lr, &line, &len)) <= 0) {
 			if (r == CADRE_ERR_TOO_LARGE && first_line)
-				seterr(err, errlen, "%s:%zu: error: a line over %u MiB (is this text?)",
+				(void)cadre_errf(err, errlen, 0, "%s:%zu: error: a line over %u MiB (is this text?)",
 				    path, lineno + 1, VB_MAX_LINE >> 20);
 			else if (r == CADRE_ERR_TOO_LARGE)
-				seterr(err, errlen, "%s: error: a line over %u MiB after byte %llu (is this text?)",
+				(void)cadre_errf(err, errlen, 0, "%s: error: a line over %u MiB after byte %llu (is this text?)",
 				    path, VB_MAX_LINE >> 20, (unsigned long long)at);
 			else if (r < 0)
-				seterr(err, errlen, "%s: error: %s", path, strerror(errno));
+				(void)cadre_errf(err, errlen, 0, "%s: error: %s", path, strerror(errno));
 			rc = r;
 			break;
 		}
@@ -379,7 +367,7 @@ count_job_run(void *arg)
 	int c;
 
 	if (f == NULL) {
-		seterr(j->err, sizeof(j->err), "%s: error: %s", j->path, strerror(errno));
+		(void)cadre_errf(j->err, sizeof(j->err), 0, "%s: error: %s", j->path, strerror(errno));
 		j->rc = CADRE_ERR_SYSTEM;
 		return NULL;
 	}
@@ -387,7 +375,7 @@ count_job_run(void *arg)
 	 * at or after start - 1. */
 	if (offset > 0) {
 		if (fseeko(f, (off_t)(offset - 1), SEEK_SET) != 0) {
-			seterr(j->err, sizeof(j->err), "%s: error: %s", j->path, strerror(errno));
+			(void)cadre_errf(j->err, sizeof(j->err), 0, "%s: error: %s", j->path, strerror(errno));
 			j->rc = CADRE_ERR_SYSTEM;
 			fclose(f);
 			return NULL;
@@ -432,7 +420,7 @@ add_file_threads(struct vocab_builder *vb, const char *path, uint64_t size,
 			pthread_join(tids[i], NULL);
 		if (jobs[i].rc != 0 && rc == 0) {
 			rc = jobs[i].rc;
-			seterr(err, errlen, "%s", jobs[i].err);
+			(void)cadre_errf(err, errlen, 0, "%s", jobs[i].err);
 		}
 		/* Counts are sums: the order of absorbing changes nothing
 		 * that the merges look at. */
@@ -460,7 +448,7 @@ vb_add_file(struct vocab_builder *vb, const char *path, char *err, size_t errlen
 		return count_lines(vb, stdin, "stdin", 0, UINT64_MAX, 1,
 		    vb->opts.progress, err, errlen);
 	if ((f = fopen(path, "r")) == NULL || fstat(fileno(f), &sb) != 0) {
-		seterr(err, errlen, "%s: error: %s", path, strerror(errno));
+		(void)cadre_errf(err, errlen, 0, "%s: error: %s", path, strerror(errno));
 		if (f != NULL)
 			fclose(f);
 		return CADRE_ERR_SYSTEM;

@@ -16,6 +16,7 @@
 #include "collect.h"
 #include "error.h"
 #include "log.h"
+#include "rundir_read.h"
 #include "sha256.h"
 #include "state.h"
 #include "xmalloc.h"
@@ -109,9 +110,8 @@ END_TEST
 
 START_TEST(test_parse_eval)
 {
-	int64_t		 step;
-	double		 loss, acc;
-	char		*err, msg[512];
+	struct rundir_eval	 e;
+	char			 msg[512];
 	static const char *const bad[] = {
 		"", "x", "[]", "{}", "{\"step\": -1, \"loss\": 1, \"accuracy\": 0}",
 		"{\"step\": 1, \"loss\": 1}", "{\"step\": 1, \"loss\": 1, "
@@ -126,22 +126,21 @@ START_TEST(test_parse_eval)
 
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		msg[0] = '\0';
-		ck_assert_msg(collect_parse_eval(bad[i], strlen(bad[i]), &step,
-		    &loss, &acc, &err, msg, sizeof msg) != 0, "accepted %s",
-		    bad[i]);
-		ck_assert_ptr_null(err);
+		ck_assert_msg(rundir_parse_eval(bad[i], strlen(bad[i]), &e,
+		    msg, sizeof msg) != 0, "accepted %s", bad[i]);
+		ck_assert_ptr_null(e.error);
 		ck_assert(msg[0] != '\0');
 	}
-	ck_assert_int_eq(collect_parse_eval(good, strlen(good), &step, &loss,
-	    &acc, &err, msg, sizeof msg), 0);
-	ck_assert_int_eq(step, 40);
-	ck_assert(loss == 5.25 && acc == 0.125);
-	ck_assert_ptr_null(err);
-	ck_assert_int_eq(collect_parse_eval(failed, strlen(failed), &step,
-	    &loss, &acc, &err, msg, sizeof msg), 0);
-	ck_assert_int_eq(step, 80);
-	ck_assert_str_eq(err, "checksum");
-	free(err);
+	ck_assert_int_eq(rundir_parse_eval(good, strlen(good), &e, msg,
+	    sizeof msg), 0);
+	ck_assert_int_eq(e.step, 40);
+	ck_assert(e.loss == 5.25 && e.accuracy == 0.125);
+	ck_assert_ptr_null(e.error);
+	ck_assert_int_eq(rundir_parse_eval(failed, strlen(failed), &e, msg,
+	    sizeof msg), 0);
+	ck_assert_int_eq(e.step, 80);
+	ck_assert_str_eq(e.error, "checksum");
+	free(e.error);
 }
 END_TEST
 

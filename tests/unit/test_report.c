@@ -12,7 +12,6 @@
 #include "diag.h"
 #include "error.h"
 #include "report.h"
-#include "state.h"
 #include "svg.h"
 #include "xmalloc.h"
 #include "unit.h"
@@ -271,7 +270,6 @@ add_run(struct report *r, size_t i, double sps, enum run_state s,
     const char *reason)
 {
 	const struct spec_run	*pr = spec_plan_run(r->plan, i);
-	struct state_run	 sr;
 	char			*rd, *path, *l, *text;
 
 	xasprintf(&rd, "%s/%s", dir, spec_run_id(pr));
@@ -293,15 +291,7 @@ add_run(struct report *r, size_t i, double sps, enum run_state s,
 		free(path);
 		free(text);
 	}
-	memset(&sr, 0, sizeof sr);
-	sr.id = (char *)spec_run_id(pr);
-	sr.experiment = (char *)"exp";
-	sr.config_id = (char *)spec_run_config_id(pr);
-	sr.repeat = spec_run_repeat(pr);
-	sr.run_dir = rd;
-	sr.state = s;
-	sr.reason = (char *)"";
-	ck_assert_int_eq(report_add_run(r, &sr), 0);
+	ck_assert_int_eq(report_add_run(r, spec_run_id(pr), rd, s, ""), 0);
 	free(rd);
 }
 

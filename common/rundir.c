@@ -1,0 +1,57 @@
+/* The run directory's words that need code: the end reasons a job may
+ * write and the run states' names (the names themselves are in rundir.h). */
+#include "config.h"
+
+#include <string.h>
+
+#include "error.h"
+#include "rundir.h"
+
+const char *const rundir_status_reasons[] = { REASON_DONE, REASON_FAILED,
+    REASON_NODE_FAIL, REASON_PREEMPTED, REASON_STARTUP_TIMEOUT, REASON_OOM,
+    NULL };
+
+int
+rundir_status_reason_known(const char *reason)
+{
+	size_t	i;
+
+	for (i = 0; rundir_status_reasons[i] != NULL; i++) {
+		if (strcmp(reason, rundir_status_reasons[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static const char *const run_state_names[RUN_STATE_COUNT] = {
+	"new", "queued", "starting", "running", REASON_DONE, REASON_FAILED,
+	REASON_CANCELLED, "requeued",
+};
+
+const char *
+run_state_name(enum run_state s)
+{
+	if ((unsigned)s >= RUN_STATE_COUNT)
+		return "unknown";
+	return run_state_names[s];
+}
+
+int
+run_state_parse(const char *name, enum run_state *s)
+{
+	int	i;
+
+	for (i = 0; i < RUN_STATE_COUNT; i++) {
+		if (strcmp(run_state_names[i], name) == 0) {
+			*s = (enum run_state)i;
+			return 0;
+		}
+	}
+	return CADRE_ERR_INVALID;
+}
+
+int
+run_state_final(enum run_state s)
+{
+	return s == RUN_DONE || s == RUN_FAILED || s == RUN_CANCELLED;
+}

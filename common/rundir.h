@@ -1,0 +1,134 @@
+/*
+ * The run directory: every name that cadred, cadre-agent, cadre-train and
+ * a user's own tools exchange through it, defined here once
+ * (docs/contracts.md explains each for people who write programs around
+ * cadre). Code spells these names only through this header, so that a
+ * file name, an end reason, an exit code, a metrics event or field, or a
+ * train.json key changes in exactly one place.
+ */
+#ifndef CADRE_RUNDIR_H
+#define CADRE_RUNDIR_H
+
+/* ---------------------------------------------------------------- files */
+
+/* Relative to the run directory. */
+#define RUNDIR_TRAIN_JSON	"train.json"	/* the trainer's configuration */
+#define RUNDIR_JOB_SCRIPT	"job.sh"	/* the script the backend submits */
+#define RUNDIR_JOB_OUT		"job.out"	/* the job's stdout and stderr */
+#define RUNDIR_STATUS		"status.json"	/* launch's verdict: the end reason */
+#define RUNDIR_METRICS		"metrics.jsonl"	/* rank 0's events, a JSON object a line */
+#define RUNDIR_EVAL		"eval.jsonl"	/* `cadre-train eval` figures */
+#define RUNDIR_CHECKPOINTS	"checkpoints"	/* checkpoints/step-N/ */
+#define RUNDIR_KEYS		"keys"
+#define RUNDIR_CLIENT_KEY	"keys/id_ed25519"
+#define RUNDIR_CLIENT_PUB	"keys/id_ed25519.pub"
+#define RUNDIR_AGENTS		"agents"	/* agents/NODE.json, one per serving node */
+#define RUNDIR_LOG		"log"		/* log/rank-N.log and rank-N.json */
+#define RUNDIR_HOSTFILE		"hostfile"
+#define RUNDIR_NODEADDRS	"nodeaddrs"	/* wrapper mode: "NODE ADDR" lines */
+#define RUNDIR_NODEFILE		"nodefile"	/* wrapper mode: one line per slot */
+#define RUNDIR_STAGE		"stage"		/* staging records */
+#define RUNDIR_SPEC		"spec.yaml"	/* `cadre script --write`: the spec */
+#define RUNDIR_RUN_JSON		"run.json"	/* `cadre script --write`: the run */
+
+/* Inside checkpoints/. */
+#define CKPT_LATEST		"latest"	/* names the newest complete step-N */
+#define CKPT_DIR_PREFIX		"step-"		/* step-N: the checkpoint after step N */
+#define CKPT_TMP_PREFIX		".tmp-"		/* being written */
+#define CKPT_CORRUPT_PREFIX	".corrupt-"	/* failed verification, set aside */
+#define CKPT_META		"meta.json"	/* step, due_s, SHA-256 of each file */
+
+/* ---------------------------------------------------------------- end reasons */
+
+/*
+ * Why an attempt ended: status.json's "reason", the run's reason in
+ * cadred, the words retries.on takes. The scheduler states done, failed,
+ * preempted and node_fail, the run states done and failed, and the notify
+ * events done and failed are the same words.
+ */
+#define REASON_DONE		"done"
+#define REASON_FAILED		"failed"
+#define REASON_NODE_FAIL	"node_fail"
+#define REASON_PREEMPTED	"preempted"
+#define REASON_STARTUP_TIMEOUT	"startup_timeout"
+#define REASON_OOM		"oom"
+/* Decided by cadred, never written by a job. */
+#define REASON_TIMEOUT		"timeout"
+#define REASON_CANCELLED	"cancelled"
+#define REASON_LOST		"lost"		/* the scheduler forgot the job, no status.json */
+
+/* The reasons status.json may carry, NULL-terminated. */
+extern const char *const rundir_status_reasons[];
+/* 1 when reason is one of rundir_status_reasons. */
+int rundir_status_reason_known(const char *reason);
+
+/* ---------------------------------------------------------------- run states */
+
+/* A run's life, as cadre status shows it and cadred stores it. */
+enum run_state {
+	RUN_NEW = 0,		/* recorded, not yet handed to the scheduler */
+	RUN_QUEUED,
+	RUN_STARTING,
+	RUN_RUNNING,
+	RUN_DONE,
+	RUN_FAILED,
+	RUN_CANCELLED,
+	RUN_REQUEUED,		/* ended resumably, waiting to be resubmitted */
+	RUN_STATE_COUNT
+};
+
+const char *run_state_name(enum run_state s);	/* never NULL */
+/* 0 and *s, or CADRE_ERR_INVALID. */
+int run_state_parse(const char *name, enum run_state *s);
+int run_state_final(enum run_state s);	/* done, failed, cancelled */
+
+/* ---------------------------------------------------------------- exit codes */
+
+/* cadre-train's exit statuses. */
+#define TRAIN_EXIT_DONE		0
+#define TRAIN_EXIT_ERROR	1
+#define TRAIN_EXIT_USAGE	2
+#define TRAIN_EXIT_OOM		3	/* out of memory: not resumable */
+#define TRAIN_EXIT_PREEMPTED	75	/* EX_TEMPFAIL: checkpointed, stopped on a signal */
+
+/* `cadre-agent launch`'s exit statuses, one per status.json reason. */
+enum launch_exit {
+	LAUNCH_EXIT_DONE = 0,
+	LAUNCH_EXIT_FAILED = 1,
+	LAUNCH_EXIT_USAGE = 2,
+	LAUNCH_EXIT_STARTUP_TIMEOUT = 3,
+	LAUNCH_EXIT_NODE_FAIL = 4,
+	LAUNCH_EXIT_PREEMPTED = 5,
+	LAUNCH_EXIT_OOM = 6
+};
+
+/* ---------------------------------------------------------------- metrics.jsonl */
+
+/* Every line is a JSON object with an "event" member. */
+#define MX_EVENT		"event"
+#define MX_EV_START		"start"		/* an attempt began */
+#define MX_EV_STEP		"step"		/* an optimizer step */
+#define MX_EV_CHECKPOINT	"checkpoint"	/* a checkpoint is complete */
+#define MX_EV_EVAL		"eval"
+#define MX_EV_ERROR		"error"
+#define MX_EV_SUMMARY		"summary"	/* an attempt ended */
+/* Fields. */
+#define MX_STEP			"step"
+#define MX_LOSS			"loss"
+#define MX_ELAPSED_S		"elapsed_s"	/* training time over all attempts */
+#define MX_SAMPLES		"samples"
+#define MX_SAMPLES_PER_S	"samples_per_s"
+#define MX_DUE_S		"due_s"		/* the mark a timed checkpoint stands for */
+#define MX_PATH			"path"
+#define MX_KIND			"kind"		/* of an error event: "oom", ... */
+#define MX_COMPLETE		"complete"	/* summary: training reached its end */
+#define MX_PEAK_RSS		"peak_rss_bytes"
+#define MX_ENV			"env"
+#define MX_ACCURACY		"accuracy"
+#define MX_EXIT			"exit"		/* summary: done or preempted */
+
+/* status.json's members. */
+#define STATUS_REASON		"reason"
+#define STATUS_MESSAGE		"message"
+
+#endif
