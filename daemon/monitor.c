@@ -1,6 +1,7 @@
-/* The monitor: cadred's policy (daemon/monitor.h): submission, polling,
- * requeue and cancel. Its status queries are in monitor_status.c, its
- * config file in monitor_config.c. */
+/* The monitor: cadred's loop over its runs (daemon/monitor.h): loading
+ * them, submission, polling and cancel. The requeue policy is in
+ * requeue.c, what it reads in run directories in run_files.c, its status
+ * queries in monitor_status.c, its config file in monitor_config.c. */
 #include "config.h"
 
 #include <sys/stat.h>
@@ -44,137 +45,6 @@
  * a lagging squeue once). */
 #define UNKNOWN_POLLS_MAX	3
 
-/* ---------------------------------------------------------------- policy */
-
-/* One line of metrics.jsonl into p: lines come oldest first, so the last
- * of each kind wins. Lines that are not JSON objects with an event are
- * skipped (the first line of a tail may be cut). */
-static int
-progress_line(void *ctx, enum rundir_line kind, const char *line, size_t len,
-    size_t lineno)
-{
-	struct monitor_progress	*p = ctx;
-	json_t			*o;
-	const char		*ev;
-	int64_t			 step;
-	double			 d;
-	int			 b;
-
-	(void)lineno;
-	if (kind == RUNDIR_LINE_TOO_LONG || len < 2 ||
-	    cjson_loadb(line, len, MONITOR_METRICS_TAIL, &o, NULL) != 0)
-		return 0;
-	if (!json_is_object(o) || cjson_get_string(o, MX_EVENT, &ev) != 0) {
-		json_decref(o);
-		return 0;
-	}
-	if (cjson_get_int(o, MX_STEP, &step) == 0 && step >= 0) {
-		p->step = step;
-		if (cjson_get_real(o, MX_ELAPSED_S, &d) == 0 && d >= 0)
-			p->elapsed_s = d;
-	}
-	if (strcmp(ev, MX_EV_SUMMARY) == 0 && cjson_get_bool(o, MX_COMPLETE,
-	    &b) == 0 && b)
-		p->complete = 1;
-	if (strcmp(ev, MX_EV_STEP) == 0 && cjson_get_real(o, MX_SAMPLES_PER_S,
-	    &d) == 0 && isfinite(d) && d >= 0)
-		p->samples_per_s = d;
-	json_decref(o);
-	return 0;
-}
-
-static void
-progress_init(struct monitor_progress *p)
-{
-	memset(p, 0, sizeof *p);
-	p->step = -1;
-}
-
-void
-monitor_parse_metrics(const char *text, size_t len,
-    struct monitor_progress *p)
-{
-	progress_init(p);
-	(void)rundir_split_lines(text, len, 0, MONITOR_METRICS_TAIL,
-	    progress_line, p);
-}
-
-const char *
-monitor_end_reason(enum sched_state st, const char *sr)
-{
-	/* status.json is what the job itself saw; a reason we do not know
-	 * counts as a failure */
-	if (sr != NULL && !rundir_status_reason_known(sr))
-		sr = REASON_FAILED;
-	switch (st) {
-	case SCHED_CANCELLED:
-		return REASON_CANCELLED;
-	case SCHED_TIMEOUT:
-		/* launch saw the warning signal and the trainer
-		 * checkpointed: still a timeout, unless it had finished */
-		return sr != NULL && strcmp(sr, REASON_DONE) == 0 ? REASON_DONE :
-		    REASON_TIMEOUT;
-	case SCHED_PREEMPTED:
-		return REASON_PREEMPTED;
-	case SCHED_NODE_FAIL:
-		return REASON_NODE_FAIL;
-	case SCHED_DONE:
-		return sr != NULL ? sr : REASON_DONE;
-	case SCHED_FAILED:
-		return sr != NULL ? sr : REASON_FAILED;
-	default:
-		return sr != NULL ? sr : REASON_LOST;
-	}
-}
-
-enum monitor_verdict
-monitor_decide(const struct monitor_end *e, char *why, size_t len)
-{
-	if (strcmp(e->reason, REASON_DONE) == 0) {
-		snprintf(why, len, "%s", "");
-		return MONITOR_DONE;
-	}
-	if (strcmp(e->reason, REASON_CANCELLED) == 0) {
-		snprintf(why, len, "cancelled by the scheduler");
-		return MONITOR_CANCELLED;
-	}
-	if (!e->retry_on) {
-		snprintf(why, len, "%s (not in retries.on)", e->reason);
-		return MONITOR_FAILED;
-	}
-	if (e->prev_reason != NULL && strcmp(e->prev_reason, e->reason) == 0 &&
-	    e->step <= e->prev_step) {
-		if (e->step >= 0)
-			snprintf(why, len, "%s twice at step %lld without "
-			    "progress: not retried", e->reason,
-			    (long long)e->step);
-		else
-			snprintf(why, len, "%s twice before the first step: "
-			    "not retried", e->reason);
-		return MONITOR_FAILED;
-	}
-	if (e->attempts > e->retries_max) {
-		snprintf(why, len, "%s; retries exhausted (%lld attempt%s, "
-		    "retries.max %lld)", e->reason, (long long)e->attempts,
-		    e->attempts == 1 ? "" : "s", (long long)e->retries_max);
-		return MONITOR_FAILED;
-	}
-	snprintf(why, len, "%s, attempt %lld of %lld", e->reason,
-	    (long long)e->attempts, (long long)e->retries_max + 1);
-	return MONITOR_REQUEUE;
-}
-
-double
-monitor_backoff(double base, int64_t n, double cap)
-{
-	double	d = base;
-	int64_t	i;
-
-	for (i = 1; i < n && d < cap; i++)
-		d *= 2;
-	return d < cap ? d : cap;
-}
-
 /* ---------------------------------------------------------------- monitor */
 
 static int
@@ -213,12 +83,8 @@ mon_find_exp(struct monitor *m, const char *id)
 	return NULL;
 }
 
-static void
-event(struct monitor *m, struct mrun *r, const char *kind, const char *fmt,
-    ...) __attribute__((format(printf, 4, 5)));
-
-static void
-event(struct monitor *m, struct mrun *r, const char *kind, const char *fmt,
+void
+mon_event(struct monitor *m, struct mrun *r, const char *kind, const char *fmt,
     ...)
 {
 	va_list	 ap;
@@ -270,9 +136,8 @@ monitor_set_notifier(struct monitor *m, struct notifier *n)
 	m->notifier = n;
 }
 
-/* Moves r to state s with reason (NULL: ""), in the database first. */
-static int
-set_state(struct monitor *m, struct mrun *r, enum run_state s,
+int
+mon_set_state(struct monitor *m, struct mrun *r, enum run_state s,
     const char *reason)
 {
 	int	rc;
@@ -283,7 +148,7 @@ set_state(struct monitor *m, struct mrun *r, enum run_state s,
 		return 0;
 	if ((rc = state_set_run_state(m->st, r->id, s, reason)) != 0)
 		return rc;
-	event(m, r, run_state_name(s), "%s%s%s", run_state_name(r->state),
+	mon_event(m, r, run_state_name(s), "%s%s%s", run_state_name(r->state),
 	    " -> ", *reason != '\0' ? reason : run_state_name(s));
 	r->state = s;
 	free(r->reason);
@@ -735,21 +600,6 @@ keygen(struct monitor *m, struct mrun *r, char *err, size_t errlen)
 	return rc;
 }
 
-/* status.json of an earlier attempt goes aside as status.N.json, so that
- * the one in the run dir is always the current attempt's. */
-static void
-status_aside(struct mrun *r, int64_t n)
-{
-	char	*from, *to;
-
-	xasprintf(&from, "%s/" RUNDIR_STATUS, r->run_dir);
-	xasprintf(&to, "%s/status.%lld.json", r->run_dir, (long long)n);
-	if (rename(from, to) != 0 && errno != ENOENT)
-		log_warn("rename %s: %s", from, strerror(errno));
-	free(from);
-	free(to);
-}
-
 /* Run dir, keys, train.json and job script of r; js gets the job. */
 static int
 prepare(struct monitor *m, struct mrun *r, struct jobscript *js,
@@ -790,7 +640,7 @@ busy(struct monitor *m, double now, const char *what)
 
 	if (m->unreachable_since == 0) {
 		m->unreachable_since = now;
-		event(m, NULL, "unreachable", "the scheduler does not answer "
+		mon_event(m, NULL, "unreachable", "the scheduler does not answer "
 		    "(%s): retrying", what);
 		log_warn("the scheduler does not answer (%s): retrying with "
 		    "backoff", what);
@@ -804,31 +654,13 @@ static void
 reachable(struct monitor *m)
 {
 	if (m->unreachable_since != 0) {
-		event(m, NULL, "reachable", "the scheduler answers again");
+		mon_event(m, NULL, "reachable", "the scheduler answers again");
 		log_notice("the scheduler answers again");
 	}
 	m->unreachable_since = 0;
 	m->busy_count = 0;
 	m->retry_at = 0;
 }
-
-/* Whether launch has written r's status.json: the attempt in progress
- * ran to its end (an ended one's is set aside as status.N.json). */
-static int
-status_written(struct mrun *r)
-{
-	struct stat	 sb;
-	char		*path;
-	int		 have;
-
-	xasprintf(&path, "%s/" RUNDIR_STATUS, r->run_dir);
-	have = stat(path, &sb) == 0;
-	free(path);
-	return have;
-}
-
-static void end_attempt(struct monitor *, struct mrun *,
-    const struct sched_status *, double);
 
 /* Fails r for good with reason (the attempt too, when there is one). */
 static void
@@ -837,7 +669,7 @@ fail_run(struct monitor *m, struct mrun *r, const char *reason)
 	if (r->attempts > 0)
 		(void)state_set_attempt_state(m->st, r->id, r->attempts,
 		    REASON_FAILED, -1, reason, 1);
-	(void)set_state(m, r, RUN_FAILED, reason);
+	(void)mon_set_state(m, r, RUN_FAILED, reason);
 }
 
 /* Hands r to the scheduler: 0, or CADRE_ERR_BUSY (try again later). */
@@ -864,12 +696,12 @@ submit_run(struct monitor *m, struct mrun *r, double now)
 			return rc;
 		if (rc == 0 && job != NULL) {
 			n = r->attempts;
-			event(m, r, "found", "attempt %lld is job %s (found by "
+			mon_event(m, r, "found", "attempt %lld is job %s (found by "
 			    "name after a restart)", (long long)n, job);
 			goto recorded;
 		}
 		n = r->attempts;
-		if (status_written(r)) {
+		if (mon_status_written(r)) {
 			/* its job ran to the end and the scheduler has
 			 * forgotten it (cadred was down past MinJobAge):
 			 * status.json decides, as for a forgotten job */
@@ -879,10 +711,10 @@ submit_run(struct monitor *m, struct mrun *r, double now)
 			ss.state = SCHED_UNKNOWN;
 			ss.exit_code = -1;
 			r->job_pending = 0;
-			event(m, r, "found", "attempt %lld ended while cadred "
+			mon_event(m, r, "found", "attempt %lld ended while cadred "
 			    "was down (its status.json is in the run dir): not "
 			    "submitted again", (long long)n);
-			end_attempt(m, r, &ss, now);
+			mon_end_attempt(m, r, &ss, now);
 			rc = 0;
 			goto out;
 		}
@@ -897,7 +729,7 @@ submit_run(struct monitor *m, struct mrun *r, double now)
 		goto out;
 	}
 	if (n == 0) {
-		status_aside(r, r->attempts);
+		mon_status_aside(r, r->attempts);
 		if ((rc = state_add_attempt(m->st, r->id, &n)) != 0) {
 			log_error("run %s: cannot record an attempt: %s", r->id,
 			    cadre_strerror(rc));
@@ -933,8 +765,8 @@ recorded:
 	job = NULL;
 	r->job_pending = 0;
 	r->unknown_polls = 0;
-	(void)set_state(m, r, RUN_QUEUED, "");
-	event(m, r, "submitted", "attempt %lld: job %s", (long long)n,
+	(void)mon_set_state(m, r, RUN_QUEUED, "");
+	mon_event(m, r, "submitted", "attempt %lld: job %s", (long long)n,
 	    r->job_id);
 	rc = 0;
 out:
@@ -997,237 +829,35 @@ submit_due(struct monitor *m, double now)
 
 /* ---------------------------------------------------------------- poll */
 
-void
-mon_read_progress(struct mrun *r)
-{
-	struct monitor_progress	 p;
-	struct rundir_lines	 o = { 0, MONITOR_METRICS_TAIL, 0, 0, 1 };
-	struct stat		 sb;
-	char			*path;
-
-	xasprintf(&path, "%s/" RUNDIR_METRICS, r->run_dir);
-	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-	    (sb.st_size == r->m_size && sb.st_mtim.tv_sec ==
-	    r->m_mtime.tv_sec && sb.st_mtim.tv_nsec == r->m_mtime.tv_nsec)) {
-		free(path);
-		return;
-	}
-	/* the tail is enough: progress is in the newest lines */
-	o.from = sb.st_size > (off_t)MONITOR_METRICS_TAIL ? sb.st_size -
-	    (off_t)MONITOR_METRICS_TAIL : 0;
-	progress_init(&p);
-	if (rundir_read_lines(path, &o, progress_line, &p) == 0) {
-		r->prog = p;
-		r->m_size = sb.st_size;
-		r->m_mtime = sb.st_mtim;
-	}
-	free(path);
-}
-
-/* The run's new timed checkpoints into the database: looked for when
- * metrics.jsonl changed (a checkpoint event comes with each), or always
- * (force) once an attempt ended, when eval.jsonl may be new too. */
-static void
-collect(struct monitor *m, struct mrun *r, int force)
-{
-	struct stat	 sb;
-	char		*path;
-	int		 added = 0, rc;
-
-	if (!force) {
-		xasprintf(&path, "%s/" RUNDIR_METRICS, r->run_dir);
-		rc = stat(path, &sb);
-		free(path);
-		if (rc != 0 || (sb.st_size == r->c_size &&
-		    sb.st_mtim.tv_sec == r->c_mtime.tv_sec &&
-		    sb.st_mtim.tv_nsec == r->c_mtime.tv_nsec))
-			return;
-		r->c_size = sb.st_size;
-		r->c_mtime = sb.st_mtim;
-	}
-	if ((rc = collect_run(m->st, r->id, r->run_dir, r->attempts,
-	    &added)) != 0)
-		log_warn("run %s: recording its checkpoints: %s", r->id,
-		    cadre_strerror(rc));
-	else if (added > 0)
-		event(m, r, "checkpoint", "%d timed checkpoint%s recorded",
-		    added, added == 1 ? "" : "s");
-}
-
-/* trainer.keep_timed: at, once the run is done and evaluated. */
-static void
-thin(struct monitor *m, struct mrun *r)
-{
-	char *const	*at;
-	size_t		 nat;
-	int		 removed = 0, rc;
-
-	if (strcmp(spec_run_string(r->r, SPEC_K_KEEP_TIMED), "at") != 0)
-		return;
-	at = spec_run_list(r->r, SPEC_K_CKPT_EVAL_AT, &nat);
-	if ((rc = collect_thin(m->st, r->id, r->run_dir, at, nat,
-	    &removed)) != 0)
-		log_warn("run %s: thinning its checkpoints: %s", r->id,
-		    cadre_strerror(rc));
-	else if (removed > 0)
-		event(m, r, "checkpoint", "%d timed checkpoint%s not at eval.at "
-		    "removed (keep_timed: at)", removed, removed == 1 ? "" : "s");
-}
-
-/* status.json's reason and message: 0, or CADRE_ERR_NOT_FOUND. */
-static int
-read_status(struct mrun *r, char **reason, char **message)
-{
-	json_t		*o = NULL;
-	const char	*s;
-	char		*path;
-	int		 rc;
-
-	*reason = *message = NULL;
-	xasprintf(&path, "%s/" RUNDIR_STATUS, r->run_dir);
-	rc = cjson_load_file(path, MONITOR_STATUS_MAX, &o, NULL);
-	if (rc != 0) {
-		if (!(rc == CADRE_ERR_SYSTEM && errno == ENOENT))
-			log_warn("run %s: %s: %s", r->id, path,
-			    cadre_strerror(rc));
-		free(path);
-		return CADRE_ERR_NOT_FOUND;
-	}
-	free(path);
-	if (json_is_object(o) && cjson_get_string(o, "reason", &s) == 0 &&
-	    str_is_name(s, 32)) {
-		*reason = xstrdup(s);
-		if (cjson_get_string(o, "message", &s) == 0)
-			*message = xstrndup(s, 300);
-		rc = 0;
-	} else {
-		log_warn("run %s: status.json without a valid reason", r->id);
-		rc = CADRE_ERR_NOT_FOUND;
-	}
-	json_decref(o);
-	return rc;
-}
-
-static int
-retry_on(const struct mexp *e, const char *reason)
-{
-	size_t	i;
-
-	for (i = 0; i < e->nretry_on; i++) {
-		if (strcmp(e->retry_on[i], reason) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* "REASON at step N[: message]" as an attempt's reason; parsed back for
- * the next attempt's comparison. */
-static void
-prev_attempt(struct monitor *m, struct mrun *r, char *reason, size_t len,
-    int64_t *step)
-{
-	struct state_attempt	a;
-	const char		*p;
-	long long		v;
-
-	*reason = '\0';
-	*step = -1;
-	if (r->attempts < 2 || state_get_attempt(m->st, r->id,
-	    r->attempts - 1, &a) != 0)
-		return;
-	if (a.reason != NULL && (p = strstr(a.reason, " at step ")) != NULL) {
-		snprintf(reason, len, "%.*s", (int)(p - a.reason), a.reason);
-		if (sscanf(p, " at step %lld", &v) == 1)
-			*step = v;
-	}
-	state_attempt_free(&a);
-}
-
-static void
-end_attempt(struct monitor *m, struct mrun *r, const struct sched_status *ss,
-    double now)
-{
-	struct monitor_end	 e;
-	enum monitor_verdict	 v;
-	char			*sreason = NULL, *smsg = NULL, *areason;
-	char			 why[MONITOR_ERR_MAX], prev[64];
-	int			 have_status;
-
-	have_status = read_status(r, &sreason, &smsg) == 0;
-	mon_read_progress(r);
-	collect(m, r, 1);
-	memset(&e, 0, sizeof e);
-	e.reason = monitor_end_reason(ss->state, have_status ? sreason : NULL);
-	if (strcmp(e.reason, REASON_LOST) == 0)
-		e.reason = REASON_FAILED;
-	e.attempts = r->attempts;
-	e.retries_max = r->exp->retries_max;
-	e.retry_on = retry_on(r->exp, e.reason);
-	prev_attempt(m, r, prev, sizeof prev, &e.prev_step);
-	e.prev_reason = prev[0] != '\0' ? prev : NULL;
-	e.step = r->prog.step;
-	v = monitor_decide(&e, why, sizeof why);
-	xasprintf(&areason, "%s at step %lld%s%s", e.reason,
-	    (long long)e.step, smsg != NULL ? ": " : "",
-	    smsg != NULL ? smsg : "");
-	(void)state_set_attempt_state(m->st, r->id, r->attempts,
-	    sched_state_name(ss->state), ss->exit_code, areason, 1);
-	free(areason);
-	switch (v) {
-	case MONITOR_DONE:
-		(void)set_state(m, r, RUN_DONE, "");
-		thin(m, r);
-		break;
-	case MONITOR_CANCELLED:
-		(void)set_state(m, r, RUN_CANCELLED, why);
-		break;
-	case MONITOR_FAILED:
-		if (smsg != NULL && strlen(why) + strlen(smsg) + 3 < sizeof why)
-			snprintf(why + strlen(why), sizeof why - strlen(why),
-			    ": %s", smsg);
-		(void)set_state(m, r, RUN_FAILED, why);
-		break;
-	case MONITOR_REQUEUE:
-		r->not_before = now + monitor_backoff(r->exp->backoff,
-		    r->attempts, m->cfg.backoff_cap);
-		status_aside(r, r->attempts);
-		(void)set_state(m, r, RUN_REQUEUED, why);
-		m->more = 1;
-		break;
-	}
-	free(sreason);
-	free(smsg);
-}
-
 static void
 apply_status(struct monitor *m, struct mrun *r, const struct sched_status *ss,
     double now)
 {
 	switch (ss->state) {
 	case SCHED_QUEUED:
-		(void)set_state(m, r, RUN_QUEUED, "");
+		(void)mon_set_state(m, r, RUN_QUEUED, "");
 		r->unknown_polls = 0;
 		return;
 	case SCHED_STARTING:
-		(void)set_state(m, r, RUN_STARTING, "");
+		(void)mon_set_state(m, r, RUN_STARTING, "");
 		r->unknown_polls = 0;
 		return;
 	case SCHED_RUNNING:
-		(void)set_state(m, r, RUN_RUNNING, "");
+		(void)mon_set_state(m, r, RUN_RUNNING, "");
 		r->unknown_polls = 0;
-		collect(m, r, 0);
+		mon_collect(m, r, 0);
 		return;
 	case SCHED_UNKNOWN:
 		/* forgotten (MinJobAge): status.json decides; without one,
 		 * a few polls of grace before the run counts as lost */
-		if (!status_written(r) &&
+		if (!mon_status_written(r) &&
 		    ++r->unknown_polls < UNKNOWN_POLLS_MAX)
 			return;
 		break;
 	default:
 		break;
 	}
-	end_attempt(m, r, ss, now);
+	mon_end_attempt(m, r, ss, now);
 }
 
 static void
@@ -1376,7 +1006,7 @@ monitor_cancel(struct monitor *m, const char *target, int64_t *n, char *err,
 			(void)state_set_attempt_state(m->st, r->id, r->attempts,
 			    REASON_CANCELLED, -1, "cancelled by the user", 1);
 		r->job_pending = 0;
-		(void)set_state(m, r, RUN_CANCELLED, "cancelled by the user");
+		(void)mon_set_state(m, r, RUN_CANCELLED, "cancelled by the user");
 		(*n)++;
 	}
 	return 0;

@@ -1,6 +1,7 @@
 /*
  * The monitor's insides, shared by monitor.c (submission, polling,
- * requeue, cancel) and monitor_status.c (the status queries); nothing
+ * cancel), requeue.c (the requeue policy), run_files.c (what it reads in
+ * run directories) and monitor_status.c (the status queries); nothing
  * outside the monitor includes this (daemon/monitor.h is its interface).
  */
 #ifndef CADRE_MONITOR_INT_H
@@ -89,5 +90,29 @@ int mon_resolve(struct monitor *m, const char *target, struct mexp **e,
     struct mrun **r, char *err, size_t errlen);
 /* Reads the run's metrics.jsonl again when it changed (r->prog). */
 void mon_read_progress(struct mrun *r);
+
+/* An event in the database (and the log, for a run); r NULL: the
+ * daemon's own. */
+void mon_event(struct monitor *m, struct mrun *r, const char *kind,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Moves r to state s with reason (NULL: ""), in the database first. */
+int mon_set_state(struct monitor *m, struct mrun *r, enum run_state s,
+    const char *reason);
+
+/* requeue.c: ends r's attempt from the scheduler's final state ss and
+ * status.json, then requeues it (after the backoff) or ends the run. */
+void mon_end_attempt(struct monitor *m, struct mrun *r,
+    const struct sched_status *ss, double now);
+
+/* run_files.c */
+/* The run's new timed checkpoints into the database: looked for when
+ * metrics.jsonl changed, or always (force) once an attempt ended. */
+void mon_collect(struct monitor *m, struct mrun *r, int force);
+/* trainer.keep_timed: at, once the run is done and evaluated. */
+void mon_thin(struct monitor *m, struct mrun *r);
+/* status.json of attempt n goes aside as status.N.json. */
+void mon_status_aside(struct mrun *r, int64_t n);
+/* Whether launch has written the current attempt's status.json. */
+int mon_status_written(struct mrun *r);
 
 #endif
