@@ -28,6 +28,7 @@
 #include "json.h"
 #include "paths.h"
 #include "rundir.h"
+#include "rundir_read.h"
 #include "sha256.h"
 #include "spec.h"
 #include "state.h"
@@ -86,49 +87,60 @@ load_json(const char *dir, const char *name)
 	return j;
 }
 
+struct import_metrics {
+	json_t	*start, *summary;
+	int64_t	 last_step;
+	size_t	 total;		/* bytes read */
+};
+
+static int
+import_line(void *ctx, enum rundir_line kind, const char *line, size_t len,
+    size_t lineno)
+{
+	struct import_metrics	*im = ctx;
+	json_t			*j;
+	const char		*ev;
+	int64_t			 step;
+
+	(void)lineno;
+	im->total += len + 1;
+	if (kind == RUNDIR_LINE_TOO_LONG ||
+	    cjson_loadb(line, len, IMPORT_LINE_MAX, &j, NULL) != 0)
+		return im->total >= IMPORT_METRICS_MAX;
+	if (cjson_get_string(j, MX_EVENT, &ev) == 0) {
+		if (strcmp(ev, MX_EV_START) == 0 && im->start == NULL) {
+			im->start = j;
+			j = NULL;
+		} else if (strcmp(ev, MX_EV_SUMMARY) == 0) {
+			json_decref(im->summary);
+			im->summary = j;
+			j = NULL;
+		} else if (strcmp(ev, MX_EV_STEP) == 0 &&
+		    cjson_get_int(j, MX_STEP, &step) == 0 &&
+		    step > im->last_step)
+			im->last_step = step;
+	}
+	json_decref(j);
+	/* enough for a spec: the rest of a huge file is not read */
+	return im->total >= IMPORT_METRICS_MAX;
+}
+
 /* The first "start" and the last "summary" event of metrics.jsonl; bad
  * lines are skipped (cadre report warns about them). */
 static void
 load_metrics(const char *dir, json_t **start, json_t **summary,
     int64_t *last_step)
 {
-	char	*path, *line = NULL;
-	size_t	 cap = 0, total = 0;
-	ssize_t	 n;
-	FILE	*f;
-	json_t	*j;
-	const char *ev;
-	int64_t	 step;
+	struct import_metrics	im = { NULL, NULL, 0, 0 };
+	struct rundir_lines	o = { 0, IMPORT_LINE_MAX, 0, 0, 0 };
+	char			*path;
 
-	*start = *summary = NULL;
-	*last_step = 0;
 	xasprintf(&path, "%s/" RUNDIR_METRICS, dir);
-	f = fopen(path, "r");
+	(void)rundir_read_lines(path, &o, import_line, &im);
 	free(path);
-	if (f == NULL)
-		return;
-	while ((n = getline(&line, &cap, f)) > 0 && total < IMPORT_METRICS_MAX) {
-		total += (size_t)n;
-		if ((size_t)n > IMPORT_LINE_MAX ||
-		    cjson_loadb(line, (size_t)n, IMPORT_LINE_MAX, &j, NULL) != 0)
-			continue;
-		if (cjson_get_string(j, "event", &ev) == 0) {
-			if (strcmp(ev, "start") == 0 && *start == NULL) {
-				*start = j;
-				j = NULL;
-			} else if (strcmp(ev, "summary") == 0) {
-				json_decref(*summary);
-				*summary = j;
-				j = NULL;
-			} else if (strcmp(ev, "step") == 0 &&
-			    cjson_get_int(j, "step", &step) == 0 &&
-			    step > *last_step)
-				*last_step = step;
-		}
-		json_decref(j);
-	}
-	free(line);
-	fclose(f);
+	*start = im.start;
+	*summary = im.summary;
+	*last_step = im.last_step;
 }
 
 /* One YAML scalar: strings JSON-quoted (a subset of YAML's double-quoted
