@@ -16,6 +16,7 @@
 #include "duration.h"
 #include "report.h"
 #include "report_render.h"
+#include "rundir.h"
 #include "xmalloc.h"
 
 char *
@@ -251,8 +252,8 @@ md_configs(const struct report *r, FILE *fp)
 {
 	static const char *const fixed[] = { "config", "nodes", "gpus/node",
 	    "ranks", "batch", "global batch", "precision" };
-	static const char *const tail[] = { "done/total", "failed", "oom",
-	    "cancelled", "other", "samples/s median", "mean", "min", "max", "speedup",
+	static const char *const tail[] = { "done/total", REASON_FAILED, REASON_OOM,
+	    REASON_CANCELLED, "other", "samples/s median", "mean", "min", "max", "speedup",
 	    "efficiency", "time to train", "final loss" };
 	const size_t		 nfixed = sizeof fixed / sizeof fixed[0];
 	const size_t		 ntail = sizeof tail / sizeof tail[0];
