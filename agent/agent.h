@@ -132,7 +132,7 @@ int rank_status_parse(const char *text, size_t len, struct rank_status *rs,
 int rank_status_load(const char *path, struct rank_status *rs, char *msg,
     size_t msglen);
 
-/* client.c */
+/* ssh_connect.c */
 /* Connects to the agent ai describes, checks that its host key is the
  * published one, and (keyfile != NULL) authenticates with the run key.
  * timeout_ms bounds the connect and each protocol wait. On failure msg says
