@@ -1,0 +1,302 @@
+/* cadre-agent launch: the command that starts the ranks. mpirun over the
+ * agents (`cadre-agent rsh` as its remote shell, the hostfile as the
+ * allocation) or srun, with `cadre-agent rank` around each rank; run with
+ * its output relayed and signals passed on. */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "buf.h"
+#include "container.h"
+#include "error.h"
+#include "hostlist.h"
+#include "launch.h"
+#include "log.h"
+#include "xmalloc.h"
+
+int
+write_hostfile(struct launch *l, char **pathp)
+{
+	struct cbuf	 b;
+	size_t		 i, j;
+	char		*path;
+	int		 fd, error = 0;
+
+	*pathp = NULL;
+	cbuf_init(&b, (size_t)64 << 20);
+	for (i = 0; i < l->n; i++) {
+		for (j = 0; j < i; j++) {
+			if (strcmp(l->nodes[i].info.addr,
+			    l->nodes[j].info.addr) == 0) {
+				log_error("nodes %s and %s published the same "
+				    "address %s", l->nodes[j].name,
+				    l->nodes[i].name, l->nodes[i].info.addr);
+				cbuf_free(&b);
+				return CADRE_ERR_INVALID;
+			}
+		}
+		cbuf_addf(&b, "%s slots=%d\n", l->nodes[i].info.addr,
+		    l->nodes[i].slots);
+	}
+	path = rundir_path(l->rundir, RUNDIR_HOSTFILE);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) ==
+	    -1 || write(fd, b.data, b.len) != (ssize_t)b.len) {
+		log_error("%s: %s", path, strerror(errno));
+		error = CADRE_ERR_SYSTEM;
+	}
+	if (fd >= 0)
+		close(fd);
+	cbuf_free(&b);
+	if (error == 0)
+		*pathp = path;
+	else
+		free(path);
+	return error;
+}
+
+/* Relays what mpirun writes on fd to out and the mpirun log. */
+static int
+relay(int fd, int out, int logfd)
+{
+	char	buf[16 << 10];
+	ssize_t	n;
+
+	n = read(fd, buf, sizeof buf);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0)
+		return 0;
+	(void)!write(out, buf, (size_t)n);
+	if (logfd >= 0)
+		(void)!write(logfd, buf, (size_t)n);
+	return 1;
+}
+
+/* Runs argv; relays its output; forwards signals. Returns its wait status;
+ * *preempted is set when we were asked to stop. */
+int
+run_mpirun(struct launch *l, char **argv, int *preempted)
+{
+	struct pollfd		 pfd[3];
+	char			*logpath;
+	double			 term_at = 0, kill_at = 0;
+	int			 out[2], err[2], logfd, status = 0;
+	int			 open_fds = 2, i, exited = 0, devnull;
+	pid_t			 pid;
+
+	logpath = rundir_path(l->rundir, RUNDIR_LOG "/mpirun.log");
+	logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	free(logpath);
+	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1)
+		fatal("pipe");
+
+	if ((pid = fork()) == -1)
+		fatal("fork");
+	if (pid == 0) {
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGUSR1, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		/* Its own process group: a terminal's ^C reaches launch,
+		 * which decides what mpirun gets. */
+		setpgid(0, 0);
+		/* No stdin: a background process group reading a terminal
+		 * would stop, and ranks take no input. */
+		if ((devnull = open("/dev/null", O_RDONLY)) == -1 ||
+		    dup2(devnull, 0) == -1 || dup2(out[1], 1) == -1 ||
+		    dup2(err[1], 2) == -1)
+			_exit(127);
+		execvp(argv[0], argv);
+		dprintf(2, "cadre-agent launch: %s: %s\n", argv[0],
+		    strerror(errno));
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	pfd[0].fd = out[0];
+	pfd[1].fd = err[0];
+	pfd[2].fd = l->sigfd;
+	while (!exited || open_fds > 0) {
+		for (i = 0; i < 3; i++)
+			pfd[i].events = POLLIN;
+		if (poll(pfd, 3, 200) == -1 && errno != EINTR)
+			fatal("poll");
+		forward_signals(l, pid, exited, preempted, &term_at);
+		for (i = 0; i < 2; i++) {
+			if (pfd[i].fd >= 0 && (pfd[i].revents & (POLLIN |
+			    POLLHUP | POLLERR)) && relay(pfd[i].fd, i + 1,
+			    logfd) == 0) {
+				close(pfd[i].fd);
+				pfd[i].fd = -1;
+				open_fds--;
+			}
+		}
+		if (!exited && waitpid(pid, &status, WNOHANG) == pid)
+			exited = 1;
+		if (!exited && term_at != 0 && now_mono() >= term_at) {
+			kill(pid, SIGTERM);
+			term_at = 0;
+			kill_at = now_mono() + 30;
+		}
+		if (!exited && kill_at != 0 && now_mono() >= kill_at) {
+			kill(-pid, SIGKILL);
+			kill_at = 0;
+		}
+		/* Orphans holding the pipes must not hold launch. */
+		if (exited && open_fds > 0 && kill_at == 0)
+			kill_at = now_mono() + 2;
+		if (exited && kill_at != 0 && now_mono() >= kill_at)
+			break;
+	}
+	for (i = 0; i < 2; i++)
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
+	if (logfd >= 0)
+		close(logfd);
+	return status;
+}
+
+/* srun's words: every node, the same number of tasks on each, block
+ * distribution, PMIx. The strings it allocates go to alloc[0..3]. */
+static int
+srun_words(struct launch *l, const char *srun, char **av, size_t *nav,
+    char **alloc)
+{
+	char	**names;
+	size_t	  i;
+
+	for (i = 1; i < l->n; i++) {
+		if (l->nodes[i].slots != l->nodes[0].slots) {
+			log_error("--launcher srun needs the same number of "
+			    "slots on every node (%s has %d, %s has %d)",
+			    l->nodes[0].name, l->nodes[0].slots,
+			    l->nodes[i].name, l->nodes[i].slots);
+			return CADRE_ERR_INVALID;
+		}
+	}
+	names = xcalloc(l->n, sizeof *names);
+	for (i = 0; i < l->n; i++)
+		names[i] = l->nodes[i].name;
+	alloc[0] = hostlist_compress(names, l->n);
+	free(names);
+	xasprintf(&alloc[1], "--nodelist=%s", alloc[0]);
+	xasprintf(&alloc[2], "--nodes=%zu", l->n);
+	xasprintf(&alloc[3], "--ntasks-per-node=%d", l->nodes[0].slots);
+	av[(*nav)++] = (char *)srun;
+	av[(*nav)++] = alloc[2];
+	av[(*nav)++] = alloc[3];
+	av[(*nav)++] = alloc[1];
+	av[(*nav)++] = (char *)"--distribution=block";
+	av[(*nav)++] = (char *)"--mpi=pmix";
+	av[(*nav)++] = (char *)"--export=ALL";
+	return 0;
+}
+
+/* The words of mpirun (or srun, o->use_srun) with `cadre-agent rank` and
+ * the command after them, into c->av; what they point to is c's or o's. */
+int
+launch_command(struct launch *l, const struct launch_opts *o, char *hostfile,
+    struct launch_cmd *c)
+{
+	char	**av;
+	size_t	  i, nav;
+	int	  error, k;
+
+	/* mpirun passes shell-quoted words (orted's arguments). */
+	xasprintf(&c->agent_cmd, "%s rsh --shell", agent_self_path());
+	xasprintf(&c->np, "%d", l->total_slots);
+	c->cwords = container_exec_prefix(&o->ct, l->rundir, &c->ncw);
+	c->swords = container_srun_options(&o->ct, l->rundir, &c->nsw);
+	av = c->av = xcalloc(40 + o->nmpi + c->ncw + c->nsw + (size_t)o->ncmd,
+	    sizeof *av);
+	nav = 0;
+	if (o->use_srun) {
+		if ((error = srun_words(l, o->srun, av, &nav,
+		    c->srun_alloc)) != 0)
+			return error;
+		for (i = 0; i < c->nsw; i++)
+			av[nav++] = c->swords[i];
+		for (i = 0; i < o->nmpi; i++)
+			av[nav++] = (char *)o->mpi_args[i];
+		for (i = 0; i < c->ncw; i++)
+			av[nav++] = c->cwords[i];
+		goto rank_words;
+	}
+	av[nav++] = (char *)o->mpirun;
+	if (geteuid() == 0)
+		av[nav++] = (char *)"--allow-run-as-root";
+	av[nav++] = (char *)"--hostfile";
+	av[nav++] = hostfile;
+	av[nav++] = (char *)"-np";
+	av[nav++] = c->np;
+	av[nav++] = (char *)"--map-by";
+	av[nav++] = (char *)"slot";
+	av[nav++] = (char *)"--bind-to";
+	av[nav++] = (char *)"none";
+	av[nav++] = (char *)"--mca";
+	av[nav++] = (char *)"plm_rsh_agent";
+	av[nav++] = c->agent_cmd;
+	av[nav++] = (char *)"--mca";
+	av[nav++] = (char *)"plm_rsh_no_tree_spawn";
+	av[nav++] = (char *)"1";
+	/* Every daemon reports straight to mpirun: with the default radix
+	 * routing and no tree spawn, a daemon's report could wait on a peer
+	 * not up yet, and mpirun sometimes hung ("does not know how to
+	 * route a message", about 1 run in 30 on loopback). */
+	av[nav++] = (char *)"--mca";
+	av[nav++] = (char *)"routed";
+	av[nav++] = (char *)"direct";
+	/* orted stays attached to its SSH session instead of daemonizing:
+	 * it is then the agent's child, which stops it with the session
+	 * (agent stopped, connection lost), and a lost node ends the job. */
+	av[nav++] = (char *)"--leave-session-attached";
+	/* The agents are the launcher and the hostfile the allocation:
+	 * inside a Slurm (or PBS, ...) job mpirun would otherwise launch
+	 * through srun and refuse the hostfile's addresses as "not in the
+	 * allocation" (launch --from-env, and the cadred job scripts). */
+	av[nav++] = (char *)"--mca";
+	av[nav++] = (char *)"plm";
+	av[nav++] = (char *)"rsh";
+	av[nav++] = (char *)"--mca";
+	av[nav++] = (char *)"ras";
+	av[nav++] = (char *)"^slurm,tm,gridengine,lsf,alps";
+	av[nav++] = (char *)"-x";
+	av[nav++] = (char *)"CADRE_RUN_DIR";
+	for (i = 0; i < o->nmpi; i++)
+		av[nav++] = (char *)o->mpi_args[i];
+ rank_words:
+	av[nav++] = (char *)agent_self_path();
+	av[nav++] = (char *)"rank";
+	av[nav++] = (char *)"--";
+	for (k = 0; k < o->ncmd; k++)
+		av[nav++] = o->cmd[k];
+	av[nav] = NULL;
+	return 0;
+}
+
+void
+launch_cmd_free(struct launch_cmd *c)
+{
+	size_t	i;
+
+	free(c->av);
+	free(c->np);
+	free(c->agent_cmd);
+	container_free_words(c->cwords);
+	container_free_words(c->swords);
+	for (i = 0; i < 4; i++)
+		free(c->srun_alloc[i]);
+}
