@@ -240,6 +240,51 @@ ompi_tmpdir(const char *node)
 	return base;
 }
 
+/* Accepts and reaps sessions until a signal, the end of the run or the
+ * idle timeout; then stops the sessions' commands. */
+static void
+serve_loop(struct serve *sv)
+{
+	struct pollfd	pfd[2];
+	struct stat	st;
+	unsigned char	sig;
+	int		stop = 0;
+
+	sv->last_busy = now_mono();
+	while (!stop) {
+		pfd[0].fd = sv->lfd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = sv->sigfd;
+		pfd[1].events = POLLIN;
+		if (poll(pfd, 2, SERVE_TICK_MS) == -1 && errno != EINTR)
+			fatal("poll");
+		while (read(sv->sigfd, &sig, 1) == 1) {
+			if (sig == SIGCHLD)
+				continue;
+			log_info("signal %d: stopping", sig);
+			stop = sig;
+		}
+		serve_reap(sv);
+		if (!stop && (pfd[0].revents & POLLIN))
+			serve_accept(sv);
+		/* A status.json older than this agent is a previous
+		 * attempt's; a newer one means the run ended. */
+		if (stat(sv->status_path, &st) == 0 &&
+		    (double)st.st_mtime >=
+		    (double)(long long)sv->info.started) {
+			log_info("the run ended (%s exists): stopping",
+			    sv->status_path);
+			stop = SIGTERM;
+		} else if (sv->idle_timeout > 0 && sv->nkids == 0 &&
+		    now_mono() - sv->last_busy > (double)sv->idle_timeout) {
+			log_info("idle for %lld s: stopping",
+			    (long long)sv->idle_timeout);
+			stop = SIGTERM;
+		}
+	}
+	serve_stop_sessions(sv, SIGTERM);
+}
+
 int
 cmd_serve(int argc, char **argv)
 {
@@ -256,15 +301,12 @@ cmd_serve(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct serve		 sv;
-	struct pollfd		 pfd[2];
-	struct stat		 st;
 	enum log_level		 level;
 	const char		*rundir_opt = NULL, *node = NULL, *addr = NULL;
 	char			 msg[1024], host[256], *b64 = NULL, *agents;
 	char			*ompi_tmp = NULL;
 	int64_t			 v, grace = 30;
-	int			 c, port = 0, stop = 0, rc = 1;
-	unsigned char		 sig;
+	int			 c, port = 0, rc = 1;
 	ssh_key			 hostkey = NULL, clientpub = NULL;
 
 	memset(&sv, 0, sizeof sv);
@@ -396,38 +438,7 @@ cmd_serve(int argc, char **argv)
 	log_info("node %s serving on %s port %d", sv.info.node, sv.info.addr,
 	    sv.info.port);
 
-	sv.last_busy = now_mono();
-	while (!stop) {
-		pfd[0].fd = sv.lfd;
-		pfd[0].events = POLLIN;
-		pfd[1].fd = sv.sigfd;
-		pfd[1].events = POLLIN;
-		if (poll(pfd, 2, SERVE_TICK_MS) == -1 && errno != EINTR)
-			fatal("poll");
-		while (read(sv.sigfd, &sig, 1) == 1) {
-			if (sig == SIGCHLD)
-				continue;
-			log_info("signal %d: stopping", sig);
-			stop = sig;
-		}
-		serve_reap(&sv);
-		if (!stop && (pfd[0].revents & POLLIN))
-			serve_accept(&sv);
-		/* A status.json older than this agent is a previous
-		 * attempt's; a newer one means the run ended. */
-		if (stat(sv.status_path, &st) == 0 &&
-		    (double)st.st_mtime >= (double)(long long)sv.info.started) {
-			log_info("the run ended (%s exists): stopping",
-			    sv.status_path);
-			stop = SIGTERM;
-		} else if (sv.idle_timeout > 0 && sv.nkids == 0 &&
-		    now_mono() - sv.last_busy > (double)sv.idle_timeout) {
-			log_info("idle for %lld s: stopping",
-			    (long long)sv.idle_timeout);
-			stop = SIGTERM;
-		}
-	}
-	serve_stop_sessions(&sv, SIGTERM);
+	serve_loop(&sv);
 	rc = 0;
  out:
 	if (ompi_tmp != NULL) {
