@@ -28,6 +28,7 @@
 #define STAGE_NODE_OUT_MAX	(64u << 10)	/* one node's report */
 #define STAGE_PARALLEL		64		/* nodes staged at once */
 #define STAGE_COPY_TRIES	3		/* a copy that fails its check */
+#define STAGE_CHUNK		((size_t)1 << 20)	/* bytes read at a time */
 #define RUNDIR_STAGE		"stage"
 
 struct stage_pair {
@@ -89,7 +90,12 @@ void stage_manifest_free(struct stage_manifest *m);
  * other %. Caller frees *out. */
 int stage_expand_dst(const char *dst, const char *node, char **out);
 
-/* `cadre-agent stage`, run on a node. */
+/* SHA-256 of fd from its current offset to the end into hex; *size:
+ * bytes read; buf: STAGE_CHUNK bytes. Both the manifest and the node's
+ * copy hash with it. */
+int hash_fd(int fd, char hex[65], int64_t *size, char *buf);
+
+/* `cadre-agent stage`, run on a node (stage_node.c). */
 int cmd_stage(int argc, char **argv);
 
 #endif
