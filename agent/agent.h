@@ -8,14 +8,7 @@
 
 #include <libssh/libssh.h>
 
-/* Files of a run directory, relative to it. */
-#define RUNDIR_KEYS		"keys"
-#define RUNDIR_CLIENT_KEY	"keys/id_ed25519"
-#define RUNDIR_CLIENT_PUB	"keys/id_ed25519.pub"
-#define RUNDIR_AGENTS		"agents"
-#define RUNDIR_LOG		"log"
-#define RUNDIR_STATUS		"status.json"
-#define RUNDIR_HOSTFILE		"hostfile"
+#include "rundir.h"
 
 /* Bounds on what the agent reads from files and peers. */
 #define AGENT_INFO_MAX		(16u << 10)	/* agents/NODE.json */
@@ -56,21 +49,6 @@ struct rank_status {
 	char	signal[16];	/* "TERM", a number, or "" */
 	double	ended;		/* wall time the rank ended; 0: not known */
 };
-
-/* Exit statuses of `cadre-agent launch`, one per status.json reason. */
-enum launch_exit {
-	LAUNCH_EXIT_DONE = 0,
-	LAUNCH_EXIT_FAILED = 1,
-	LAUNCH_EXIT_USAGE = 2,
-	LAUNCH_EXIT_STARTUP_TIMEOUT = 3,
-	LAUNCH_EXIT_NODE_FAIL = 4,
-	LAUNCH_EXIT_PREEMPTED = 5,
-	LAUNCH_EXIT_OOM = 6
-};
-
-/* cadre-train's exits that launch tells apart (contract C4). */
-#define TRAINER_EXIT_OOM	3	/* out of memory: not resumable */
-#define TRAINER_EXIT_PREEMPTED	75	/* checkpointed, stopped on a signal */
 
 /* rsh exits with this when it could not run the command at all (as ssh). */
 #define RSH_EXIT_CONNECT	255

@@ -317,8 +317,8 @@ slurm_nodeaddrs(const char *rundir, const struct envnodes *en)
 		    "publish their host names' addresses");
 	else if (addrs.len > 0)
 		log_info("nodes whose NodeAddr is not their host name: "
-		    "agents publish NodeAddr (%s)", FROMENV_NODEADDRS);
-	(void)write_file(rundir, FROMENV_NODEADDRS, addrs.data != NULL ?
+		    "agents publish NodeAddr (%s)", RUNDIR_NODEADDRS);
+	(void)write_file(rundir, RUNDIR_NODEADDRS, addrs.data != NULL ?
 	    addrs.data : "", addrs.len);
 	cbuf_free(&addrs);
 	free(list);
@@ -513,14 +513,14 @@ fromenv_start(struct fromenv *fe, const char *rundir_opt, int slots,
 		for (k = 0; k < en.slots[i] && error == 0; k++)
 			error = cbuf_addf(&nf, "%s\n", en.names[i]);
 	if (error == 0)
-		error = write_file(fe->rundir, FROMENV_NODEFILE, nf.data,
+		error = write_file(fe->rundir, RUNDIR_NODEFILE, nf.data,
 		    nf.len);
 	else
 		log_error("too many slots for a nodefile");
 	cbuf_free(&nf);
 	if (error != 0)
 		goto out;
-	fe->nodefile = rundir_path(fe->rundir, FROMENV_NODEFILE);
+	fe->nodefile = rundir_path(fe->rundir, RUNDIR_NODEFILE);
 	fe->nnodes = en.n;
 	log_info("--from-env: %s job %s, %zu nodes, run dir %s",
 	    en.pbs ? "PBS" : "Slurm", en.jobid, en.n, fe->rundir);
@@ -603,7 +603,7 @@ nodeaddrs_lookup(const char *rundir, const char *node, char *buf,
 	char		*path, *line, *next, *sp;
 	int		 found = CADRE_ERR_NOT_FOUND;
 
-	path = rundir_path(rundir, FROMENV_NODEADDRS);
+	path = rundir_path(rundir, RUNDIR_NODEADDRS);
 	cbuf_init(&b, FROMENV_ADDRS_MAX);
 	if (cbuf_read_file(&b, path) != 0) {
 		if (errno != ENOENT || getenv("SLURMD_NODENAME") == NULL ||

@@ -12,8 +12,6 @@
 
 struct container;
 
-#define FROMENV_NODEADDRS	"nodeaddrs"	/* RUN_DIR/: "NODE ADDR" lines */
-#define FROMENV_NODEFILE	"nodefile"	/* RUN_DIR/: one line per slot */
 #define FROMENV_ADDRS_MAX	((size_t)16 << 20)
 
 struct fromenv {

@@ -29,6 +29,7 @@
 #include "hostlist.h"
 #include "launch.h"
 #include "log.h"
+#include "rundir.h"
 #include "sigpipe.h"
 #include "nodefile.h"
 #include "stage.h"
@@ -104,14 +105,14 @@ run_stage(struct launch *l, const struct stage_pair *pairs, size_t npairs,
 	json_object_set_new(st, "stage_seconds", json_real(now_mono() - t0));
 	if (error == CADRE_ERR_CANCELLED) {
 		log_notice("%s", msg);
-		json_object_set_new(st, "reason", json_string("preempted"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_PREEMPTED));
 		json_object_set_new(st, "resumable", json_true());
-		json_object_set_new(st, "message", json_string(msg));
+		json_object_set_new(st, STATUS_MESSAGE, json_string(msg));
 	} else if (error != 0) {
 		log_error("staging: %s", msg);
-		json_object_set_new(st, "reason", json_string("failed"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_FAILED));
 		json_object_set_new(st, "resumable", json_false());
-		json_object_set_new(st, "message", json_sprintf("staging: %s",
+		json_object_set_new(st, STATUS_MESSAGE, json_sprintf("staging: %s",
 		    msg));
 	} else {
 		log_info("staged in %.3f s: %lld files copied, %lld skipped, "

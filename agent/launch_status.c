@@ -17,6 +17,7 @@
 #include "json.h"
 #include "launch.h"
 #include "log.h"
+#include "rundir.h"
 #include "xmalloc.h"
 
 void
@@ -64,8 +65,8 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 			json_object_set_new(entry, "signal", rs.signal[0] ?
 			    json_string(rs.signal) : json_null());
 			if (rs.exited && rs.exit_code != 0 &&
-			    rs.exit_code != TRAINER_EXIT_OOM &&
-			    rs.exit_code != TRAINER_EXIT_PREEMPTED &&
+			    rs.exit_code != TRAIN_EXIT_OOM &&
+			    rs.exit_code != TRAIN_EXIT_PREEMPTED &&
 			    *failed_rank < 0)
 				*failed_rank = r;
 		} else {
@@ -104,9 +105,9 @@ rank_kinds(const json_t *ranks, struct rank_kinds *k)
 	k->oom = k->killed = k->termed = k->stopped = -1;
 	json_array_foreach(ranks, i, e) {
 		if (cjson_get_int(e, "exit", &code) == 0) {
-			if (code == TRAINER_EXIT_OOM && k->oom < 0)
+			if (code == TRAIN_EXIT_OOM && k->oom < 0)
 				k->oom = (int)i;
-			if (code == TRAINER_EXIT_PREEMPTED && k->stopped < 0)
+			if (code == TRAIN_EXIT_PREEMPTED && k->stopped < 0)
 				k->stopped = (int)i;
 		}
 		if (json_is_integer(json_object_get(e, "signal")))
@@ -201,20 +202,20 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 	 */
 	if (preempted) {
 		rc = LAUNCH_EXIT_PREEMPTED;
-		json_object_set_new(st, "reason", json_string("preempted"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_PREEMPTED));
 		json_object_set_new(st, "resumable", json_true());
-		json_object_set_new(st, "message",
+		json_object_set_new(st, STATUS_MESSAGE,
 		    json_string("stopped by a signal"));
 	} else if (rk.oom >= 0) {
 		rc = LAUNCH_EXIT_OOM;
-		json_object_set_new(st, "reason", json_string("oom"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_OOM));
 		json_object_set_new(st, "resumable", json_false());
 		set_failed(st, ranks, rk.oom);
-		json_object_set_new(st, "message", json_sprintf(
+		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
 		    "rank %d ran out of memory (exit %d)", rk.oom,
-		    TRAINER_EXIT_OOM));
+		    TRAIN_EXIT_OOM));
 		log_error("%s", json_string_value(json_object_get(st,
-		    "message")));
+		    STATUS_MESSAGE)));
 	} else if ((rk.killed >= 0 && !ended_before(ranks, failed_rank,
 	    rk.killed)) || (failed_rank < 0 && rk.termed >= 0)) {
 		/* a signal launch did not send: the node, or someone on
@@ -222,22 +223,22 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		int	r = rk.killed >= 0 ? rk.killed : rk.termed;
 
 		rc = LAUNCH_EXIT_NODE_FAIL;
-		json_object_set_new(st, "reason", json_string("node_fail"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_NODE_FAIL));
 		json_object_set_new(st, "resumable", json_true());
 		set_failed(st, ranks, r);
-		json_object_set_new(st, "message", killed_message(ranks, r));
+		json_object_set_new(st, STATUS_MESSAGE, killed_message(ranks, r));
 		log_error("%s", json_string_value(json_object_get(st,
-		    "message")));
+		    STATUS_MESSAGE)));
 	} else if (failed_rank < 0 && rk.stopped >= 0) {
 		/* the trainer checkpointed and stopped on a signal that did
 		 * not come through launch (the scheduler's, on the node) */
 		rc = LAUNCH_EXIT_PREEMPTED;
-		json_object_set_new(st, "reason", json_string("preempted"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_PREEMPTED));
 		json_object_set_new(st, "resumable", json_true());
 		set_failed(st, ranks, rk.stopped);
-		json_object_set_new(st, "message", json_sprintf(
+		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
 		    "rank %d stopped after a checkpoint (exit %d)", rk.stopped,
-		    TRAINER_EXIT_PREEMPTED));
+		    TRAIN_EXIT_PREEMPTED));
 	} else if (failed_rank >= 0) {
 		rc = LAUNCH_EXIT_FAILED;
 		json_int_t ec = json_integer_value(json_object_get(
@@ -245,13 +246,13 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		log_error("rank %d on %s exited with status %lld", failed_rank,
 		    failed_node ? failed_node : "an unknown node",
 		    (long long)ec);
-		json_object_set_new(st, "reason", json_string("failed"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_FAILED));
 		json_object_set_new(st, "resumable", json_false());
 		json_object_set_new(st, "failed_rank",
 		    json_integer(failed_rank));
 		json_object_set_new(st, "failed_node",
 		    failed_node ? json_string(failed_node) : json_null());
-		json_object_set_new(st, "message", json_sprintf(
+		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
 		    "rank %d on %s exited with status %lld", failed_rank,
 		    failed_node ? failed_node : "an unknown node",
 		    (long long)ec));
@@ -260,11 +261,11 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		rc = LAUNCH_EXIT_NODE_FAIL;
 		log_error("node_fail: the agent of %s no longer answers",
 		    lostnames.data);
-		json_object_set_new(st, "reason", json_string("node_fail"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_NODE_FAIL));
 		json_object_set_new(st, "resumable", json_true());
 		json_object_set_new(st, "lost", lost);
 		lost = NULL;
-		json_object_set_new(st, "message", json_sprintf(
+		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
 		    "lost node(s): %s", lostnames.data));
 	} else if (missing > 0 || code != 0) {
 		rc = missing > 0 ? LAUNCH_EXIT_NODE_FAIL : LAUNCH_EXIT_FAILED;
@@ -273,16 +274,16 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		    "was killed by signal", WIFEXITED(wstatus) ?
 		    WEXITSTATUS(wstatus) : WTERMSIG(wstatus), missing,
 		    l->total_slots);
-		json_object_set_new(st, "reason", json_string(missing > 0 ?
-		    "node_fail" : "failed"));
+		json_object_set_new(st, STATUS_REASON, json_string(missing > 0 ?
+		    REASON_NODE_FAIL : REASON_FAILED));
 		json_object_set_new(st, "resumable", missing > 0 ?
 		    json_true() : json_false());
-		json_object_set_new(st, "message", json_sprintf(
+		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
 		    "mpirun exited with status %d; %d ranks left no status",
 		    code, missing));
 	} else {
 		rc = LAUNCH_EXIT_DONE;
-		json_object_set_new(st, "reason", json_string("done"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_DONE));
 		json_object_set_new(st, "resumable", json_false());
 	}
 	json_decref(lost);

@@ -17,6 +17,7 @@
 #include "error.h"
 #include "launch.h"
 #include "log.h"
+#include "rundir.h"
 #include "xmalloc.h"
 
 #define LAUNCH_PROBE_THREADS	32
@@ -168,9 +169,9 @@ launch_not_ready(struct launch *l, json_t *st, int error, int wait_only)
 	if (error == CADRE_ERR_CANCELLED) {
 		log_notice("signal %d while waiting for the agents: stopping",
 		    l->stop_sig);
-		json_object_set_new(st, "reason", json_string("preempted"));
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_PREEMPTED));
 		json_object_set_new(st, "resumable", json_true());
-		json_object_set_new(st, "message", json_string(
+		json_object_set_new(st, STATUS_MESSAGE, json_string(
 		    "stopped by a signal while waiting for the agents"));
 		json_object_set_new(st, "exit_status",
 		    json_integer(LAUNCH_EXIT_PREEMPTED));
@@ -201,10 +202,10 @@ launch_not_ready(struct launch *l, json_t *st, int error, int wait_only)
 	log_error("startup_timeout: %zu of %zu agents not ready after "
 	    "%llds: %s", json_array_size(arr), l->n,
 	    (long long)l->startup_timeout, why.data ? why.data : "");
-	json_object_set_new(st, "reason", json_string("startup_timeout"));
+	json_object_set_new(st, STATUS_REASON, json_string(REASON_STARTUP_TIMEOUT));
 	json_object_set_new(st, "resumable", json_true());
 	json_object_set_new(st, "missing", arr);
-	json_object_set_new(st, "message", json_sprintf(
+	json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
 	    "agents not ready after %llds: %s",
 	    (long long)l->startup_timeout, why.data ? why.data : ""));
 	cbuf_free(&why);

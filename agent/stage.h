@@ -29,7 +29,6 @@
 #define STAGE_PARALLEL		64		/* nodes staged at once */
 #define STAGE_COPY_TRIES	3		/* a copy that fails its check */
 #define STAGE_CHUNK		((size_t)1 << 20)	/* bytes read at a time */
-#define RUNDIR_STAGE		"stage"
 
 struct stage_pair {
 	char	*src;	/* as given */

@@ -282,7 +282,7 @@ run_outcome(const json_t *status, const json_t *summary, const char **reason,
 	int		 complete = 0;
 
 	*exit_code = -1;
-	if (status != NULL && cjson_get_string(status, "reason", &r) == 0) {
+	if (status != NULL && cjson_get_string(status, STATUS_REASON, &r) == 0) {
 		*reason = r;
 		(void)cjson_get_int(status, "exit_status", exit_code);
 		return strcmp(r, REASON_DONE) == 0 ? RUN_DONE : RUN_FAILED;

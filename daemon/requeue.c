@@ -119,10 +119,10 @@ read_status(struct mrun *r, char **reason, char **message)
 		return CADRE_ERR_NOT_FOUND;
 	}
 	free(path);
-	if (json_is_object(o) && cjson_get_string(o, "reason", &s) == 0 &&
+	if (json_is_object(o) && cjson_get_string(o, STATUS_REASON, &s) == 0 &&
 	    str_is_name(s, 32)) {
 		*reason = xstrdup(s);
-		if (cjson_get_string(o, "message", &s) == 0)
+		if (cjson_get_string(o, STATUS_MESSAGE, &s) == 0)
 			*message = xstrndup(s, 300);
 		rc = 0;
 	} else {

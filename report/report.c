@@ -180,7 +180,7 @@ status_reason(struct report *r, const char *run_dir, double *stage)
 	if (rc == 0 && json_is_number(json_object_get(st, "stage_seconds")))
 		*stage = json_number_value(json_object_get(st,
 		    "stage_seconds"));
-	if (rc == 0 && cjson_get_string(st, "reason", &reason) == 0)
+	if (rc == 0 && cjson_get_string(st, STATUS_REASON, &reason) == 0)
 		res = xstrdup(reason);
 	else if (rc == 0)
 		diag_warning(&r->warnings, path, 0, 0, "no \"reason\" string");
