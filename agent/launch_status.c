@@ -1,5 +1,5 @@
 /* cadre-agent launch: how the run ended. The ranks' log/rank-R.json and
- * mpirun's wait status give the reason (contract C6) that status.json
+ * mpirun's wait status give the reason (docs/contracts.md) that status.json
  * carries to cadred, and launch's exit status. */
 #include "config.h"
 
@@ -85,10 +85,11 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 }
 
 /*
- * Contract C6: what the ranks' exits say beyond a plain failure. The first
- * rank (in rank order) of each kind: exit 3 (the trainer ran out of
- * memory), killed by a signal other than SIGTERM, killed by SIGTERM, exit
- * 75 (the trainer checkpointed and stopped on a signal); -1: none.
+ * What the ranks' exits say beyond a plain failure (docs/contracts.md,
+ * "End reasons"). The first rank (in rank order) of each kind: exit 3
+ * (the trainer ran out of memory), killed by a signal other than SIGTERM,
+ * killed by SIGTERM, exit 75 (the trainer checkpointed and stopped on a
+ * signal); -1: none.
  */
 struct rank_kinds {
 	int	oom, killed, termed, stopped;
@@ -196,8 +197,8 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 	code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
 	rank_kinds(ranks, &rk);
 	/*
-	 * Contract C6, root causes first: when one rank dies, mpirun stops
-	 * the others (SIGTERM, which the trainer answers with a checkpoint
+	 * The end reason, root causes first (docs/contracts.md): when one
+	 * rank dies, mpirun stops the others (SIGTERM, which the trainer answers with a checkpoint
 	 * and exit 75), so their exits say less than the first one's.
 	 */
 	if (preempted) {

@@ -1,5 +1,5 @@
 /*
- * The timed checkpoints of a run into cadred's database (contract C9,
+ * The timed checkpoints of a run into cadred's database (docs/contracts.md,
  * docs/daemon.md "Timed checkpoints"): the trainer writes
  * RUN_DIR/checkpoints/step-N/ with a meta.json that carries "due_s" (the
  * multiple of checkpoint_every of training time it stands for), and

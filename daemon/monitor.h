@@ -59,7 +59,7 @@ int monitor_config_load(const char *path, int missing_ok,
 
 /* ---------------------------------------------------------------- policy */
 
-/* What metrics.jsonl (contract C5) says of a run's progress. */
+/* What metrics.jsonl (docs/contracts.md) says of a run's progress. */
 struct monitor_progress {
 	int64_t	 step;		/* the last step reached; -1: none yet */
 	double	 samples_per_s;	/* of the last "step" line; 0: none */

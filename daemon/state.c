@@ -69,7 +69,7 @@ static const char schema_v1[] =
     "CREATE INDEX events_run ON events(run, id);"
     "PRAGMA user_version = 1;";
 
-/* Version 2: the timed checkpoints (contract C9). */
+/* Version 2: the timed checkpoints (docs/contracts.md). */
 static const char schema_v2[] =
     "CREATE TABLE checkpoints ("
     " run TEXT NOT NULL REFERENCES runs(id),"

@@ -116,7 +116,7 @@ int state_get_attempt(struct state *st, const char *run_id, int64_t n,
 void state_attempt_free(struct state_attempt *a);
 
 /*
- * A timed checkpoint of a run (contract C9): written by the trainer at
+ * A timed checkpoint of a run (docs/contracts.md): written by the trainer at
  * training time due_s (a multiple of checkpoint_every), recorded once its
  * files matched meta.json's checksums; eval figures once `cadre-train
  * eval --run-dir` wrote its eval.jsonl line.

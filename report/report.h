@@ -29,7 +29,7 @@
 #define REPORT_POINTS_MAX	((size_t)20000)	/* loss points kept per run */
 #define REPORT_STATUS_MAX	((size_t)1 << 16)	/* bytes of status.json */
 
-/* A timed checkpoint (contract C9): its metrics event with due_s, and
+/* A timed checkpoint (docs/contracts.md): its metrics event with due_s, and
  * the figures of its eval.jsonl line. */
 struct report_mark {
 	double	 due_s;

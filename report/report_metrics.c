@@ -198,7 +198,7 @@ parse_step(struct metrics *m, const json_t *o, char *msg, size_t msglen)
 	return 0;
 }
 
-/* A checkpoint event with due_s: a timed one (contract C9). */
+/* A checkpoint event with due_s: a timed one (docs/contracts.md). */
 static int
 parse_mark(struct metrics *m, const json_t *o, char *msg, size_t msglen)
 {

@@ -539,7 +539,7 @@ out:
 
 /* ---------------------------------------------------------------- train.json */
 
-#define TRAIN_JSON_KEYS		24	/* top-level members of contract C3 */
+#define TRAIN_JSON_KEYS		24	/* top-level members of train.json */
 #define TRAIN_JSON_OPT_KEYS	9	/* members of "optimizer" */
 
 /* A path of the spec as the trainer must read it, or JSON null when unset. */

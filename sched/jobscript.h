@@ -101,7 +101,7 @@ int jobscript_write(enum jobscript_kind kind, const char *templates_dir,
     const struct jobscript *js, const char *path, char *err, size_t errlen);
 
 /*
- * Writes the trainer's config for run r of s (contract C3,
+ * Writes the trainer's config for run r of s (docs/contracts.md,
  * docs/daemon-backends.md) to path: every key resolved from the run, paths
  * made absolute against the spec's directory, "out" = run_dir (absolute),
  * "resume" = "auto"; 0600, atomically. 0, or CADRE_ERR_INVALID /

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Contract C6: launch's status.json reason from the ranks' exits, over 2
-# agents and mpirun. A rank exiting 75 (the trainer checkpointed and
+# launch's status.json reason from the ranks' exits (docs/contracts.md),
+# over 2 agents and mpirun. A rank exiting 75 (the trainer checkpointed and
 # stopped) -> preempted, resumable; exit 3 (out of memory) -> oom, not
 # resumable; killed by a signal launch did not send -> node_fail,
 # resumable, naming rank, node and signal; another exit -> failed.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # cadre report --at on the fixture experiment (report-lib.sh) with timed
-# checkpoint events (due_s, contract C9) and eval.jsonl files written
+# checkpoint events (due_s, docs/contracts.md) and eval.jsonl files written
 # here: one run lacks the point, one checkpoint is not evaluated, one
 # eval.jsonl line is malformed (a warning naming file:line). The JSON
 # medians are recomputed independently from the files; csv agrees; bad

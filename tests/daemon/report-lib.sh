@@ -1,7 +1,7 @@
 # Sourced by tests/daemon/report-*.sh: fixture experiments as a real run
 # would leave them. The database is written by tests/daemon/reportfix
 # (state.h, as cadred does); each run directory gets the metrics.jsonl
-# (contract C5) and status.json (C2) that cadre-train rank 0 and
+# and status.json (docs/contracts.md) that cadre-train rank 0 and
 # cadre-agent launch would write. These are FIXTURES, not runs.
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
 cadre=$top_builddir/cadre

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Timed checkpoints (contract C9, docs/trainer.md "Timed checkpoints"):
+# Timed checkpoints (docs/contracts.md, docs/trainer.md "Timed checkpoints"):
 # with --checkpoint-every 2 and steps of at least 100 ms (--min-step-ms),
 # a run stopped between marks (--stop-after, exit 75) and resumed keeps
 # its marks at multiples of 2 s of training time, each checkpoint taken
