@@ -31,10 +31,6 @@
 #define DATADIR	"/usr/local/share/cadre"
 #endif
 
-/* What --write leaves for `cadre import` besides train.json. */
-#define SCRIPT_SPEC_FILE	"spec.yaml"
-#define SCRIPT_RUN_FILE		"run.json"
-
 struct script_opts {
 	const char	*run;
 	const char	*backend;
@@ -166,7 +162,7 @@ write_run_dir(const struct spec *s, const struct spec_run *r,
 	free(path);
 	if (rc != 0)
 		return rc;
-	xasprintf(&path, "%s/%s", dir, SCRIPT_SPEC_FILE);
+	xasprintf(&path, "%s/%s", dir, RUNDIR_SPEC);
 	if ((f = fopen(path, "w")) == NULL ||
 	    fwrite(text, 1, len, f) != len || fclose(f) != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -174,7 +170,7 @@ write_run_dir(const struct spec *s, const struct spec_run *r,
 		return CADRE_ERR_SYSTEM;
 	}
 	free(path);
-	xasprintf(&path, "%s/%s", dir, SCRIPT_RUN_FILE);
+	xasprintf(&path, "%s/%s", dir, RUNDIR_RUN_JSON);
 	run = json_pack("{s:i, s:s, s:s, s:s}", "version", 1, "run",
 	    spec_run_id(r), "spec_file", spec_file(s), "spec_dir",
 	    spec_dir(s));
@@ -304,8 +300,8 @@ run_script(const struct cli_command *cmd, int argc, char **argv)
 			goto out;
 		}
 		fprintf(stderr, "cadre script: wrote %s (train.json, keys/, "
-		    "job.sh, %s, %s)\n", dir, SCRIPT_SPEC_FILE,
-		    SCRIPT_RUN_FILE);
+		    "job.sh, %s, %s)\n", dir, RUNDIR_SPEC,
+		    RUNDIR_RUN_JSON);
 	}
 	if (fputs(out, stdout) == EOF || fflush(stdout) != 0) {
 		fprintf(stderr, "cadre script: standard output: %s\n",
