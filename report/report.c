@@ -16,8 +16,6 @@
 
 #include <jansson.h>
 
-/* report.baseline is only reachable through the spec's internals. */
-#define SPEC_INTERNAL
 #include "buf.h"
 #include "error.h"
 #include "json.h"
@@ -60,7 +58,7 @@ report_new(const char *exp_id, const char *name, const char *spec_file,
 	r->exp_id = xstrdup(exp_id);
 	r->name = xstrdup(name != NULL ? name : "");
 	r->spec_file = xstrdup(spec_file != NULL ? spec_file : "");
-	r->has_baseline = s->has_baseline && !s->baseline.bad;
+	r->has_baseline = spec_has_baseline(s);
 	diags_init(&r->warnings);
 	r->nconfigs = spec_plan_nconfigs(p);
 	r->configs = xcalloc(r->nconfigs, sizeof *r->configs);
@@ -289,16 +287,7 @@ cmp_run(const void *a, const void *b)
 static int
 baseline_entry_matches(const struct report *r, size_t ci)
 {
-	const struct spec		*s = r->spec;
-	const struct spec_entry		*e = &s->baseline;
-	size_t				 i;
-
-	for (i = 0; i < e->n; i++) {
-		if (!spec_value_equal(e->a[i].key, &e->a[i].val,
-		    spec_cfg_value(s, &s->configs[ci], e->a[i].key)))
-			return 0;
-	}
-	return 1;
+	return spec_baseline_matches(r->spec, ci);
 }
 
 /* Keys of the resources: what a scaling table varies. */

@@ -219,6 +219,11 @@ size_t spec_nconfigs(const struct spec *s);
  * keys set only by include entries. */
 size_t spec_nvaried(const struct spec *s);
 enum spec_key spec_varied(const struct spec *s, size_t i);
+/* report.baseline: whether the spec names a baseline, and whether
+ * configuration config (0-based, as spec_run_config()) has every value it
+ * names. */
+int spec_has_baseline(const struct spec *s);
+int spec_baseline_matches(const struct spec *s, size_t config);
 
 /*
  * Values outside any run (the base every configuration starts from). The

@@ -894,6 +894,20 @@ spec_matrix_free(struct spec *s)
 	free(s->varied);
 }
 
+int
+spec_has_baseline(const struct spec *s)
+{
+	return s->has_baseline && !s->baseline.bad;
+}
+
+int
+spec_baseline_matches(const struct spec *s, size_t config)
+{
+	if (config >= s->nconfigs)
+		fatalx("spec_baseline_matches: %zu out of range", config);
+	return baseline_matches(s, &s->configs[config]);
+}
+
 /* ------------------------------------------------------------ plans */
 
 int
