@@ -15,9 +15,7 @@
 #include "log.h"
 #include "size.h"
 #include "xmalloc.h"
-#define SPEC_INTERNAL
-#include "spec.h"
-#include "spec_yaml.h"
+#include "spec_int.h"
 
 #define KIB	((int64_t)1024)
 #define MIB	(KIB * 1024)
@@ -412,8 +410,8 @@ is_string_type(enum spec_type t)
 	    t == SPEC_T_ENUM || t == SPEC_T_MODEL;
 }
 
-static int
-is_list_type(enum spec_type t)
+int
+spec_type_is_list(enum spec_type t)
 {
 	return t == SPEC_T_WORDS || t == SPEC_T_PATHS || t == SPEC_T_ENUMS ||
 	    t == SPEC_T_DURATIONS;
@@ -432,7 +430,7 @@ spec_value_equal(enum spec_key k, const struct spec_value *a,
 		return 1;
 	if (is_string_type(t))
 		return strcmp(a->s, b->s) == 0;
-	if (is_list_type(t)) {
+	if (spec_type_is_list(t)) {
 		if (a->n != b->n)
 			return 0;
 		for (i = 0; i < a->n; i++) {
@@ -482,7 +480,7 @@ spec_value_format(enum spec_key k, const struct spec_value *v)
 		size_format(v->i, buf, sizeof buf);
 		break;
 	default:
-		if (!is_list_type(t))
+		if (!spec_type_is_list(t))
 			return xstrdup("");
 		cbuf_init(&b, SIZE_MAX);
 		for (i = 0; i < v->n; i++) {
@@ -527,7 +525,7 @@ spec_value_canon(enum spec_key k, const struct spec_value *v, struct cbuf *b)
 		cbuf_addc(b, '~');
 	else if (is_string_type(t))
 		canon_str(b, v->s);
-	else if (is_list_type(t)) {
+	else if (spec_type_is_list(t)) {
 		sha256_init(&c);
 		for (i = 0; i < v->n; i++) {
 			snprintf(len, sizeof len, "%zu:", strlen(v->list[i]));
@@ -542,62 +540,6 @@ spec_value_canon(enum spec_key k, const struct spec_value *v, struct cbuf *b)
 	else
 		cbuf_addf(b, "%" PRId64, v->i);
 	cbuf_addc(b, '\n');
-}
-
-/* Defaults are written as a spec would write them and go through the same
- * checks: a default the checks refuse is a bug in this table. */
-void
-spec_defaults(struct spec_value def[SPEC_KEY_COUNT])
-{
-	struct diags	 d;
-	struct spec_cx	 cx;
-	struct ynode	 scalar, seq, *items[SPEC_MAX_LIST];
-	struct ynode	 itemv[SPEC_MAX_LIST];
-	char		*text, *p, *q;
-	size_t		 n;
-	int		 k;
-
-	diags_init(&d);
-	memset(&cx, 0, sizeof cx);
-	cx.file = "(defaults)";
-	cx.d = &d;
-	for (k = 0; k < SPEC_KEY_COUNT; k++) {
-		memset(&def[k], 0, sizeof def[k]);
-		if (keys[k].def == NULL)
-			continue;
-		text = xstrdup(keys[k].def);
-		if (is_list_type(keys[k].type)) {
-			memset(&seq, 0, sizeof seq);
-			seq.kind = YNODE_SEQ;
-			seq.items = items;
-			n = 0;
-			for (p = text; p != NULL && n < SPEC_MAX_LIST; p = q) {
-				if ((q = strchr(p, ',')) != NULL)
-					*q++ = '\0';
-				memset(&itemv[n], 0, sizeof itemv[n]);
-				itemv[n].kind = YNODE_SCALAR;
-				itemv[n].plain = 1;
-				itemv[n].str = p;
-				itemv[n].len = strlen(p);
-				items[n] = &itemv[n];
-				n++;
-			}
-			seq.n = n;
-			if (spec_value_parse(&cx, k, &seq, &def[k]) != 0)
-				fatalx("spec: bad default for %s", keys[k].path);
-		} else {
-			memset(&scalar, 0, sizeof scalar);
-			scalar.kind = YNODE_SCALAR;
-			scalar.plain = 1;
-			scalar.str = text;
-			scalar.len = strlen(text);
-			if (spec_value_parse(&cx, k, &scalar, &def[k]) != 0)
-				fatalx("spec: bad default for %s", keys[k].path);
-		}
-		def[k].line = def[k].col = 0;
-		free(text);
-	}
-	diags_free(&d);
 }
 
 /* ------------------------------------------------------------ reference */
@@ -699,7 +641,7 @@ default_text(const struct spec_key_info *ki)
 		return xstrdup("required");
 	if (ki->def == NULL)
 		return xstrdup("unset");
-	if (!is_list_type(ki->type))
+	if (!spec_type_is_list(ki->type))
 		return xstrdup(ki->def);
 	cbuf_init(&b, SIZE_MAX);
 	cbuf_addc(&b, '[');

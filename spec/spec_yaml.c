@@ -7,10 +7,10 @@
 
 #include <yaml.h>
 
+#include "buf.h"
 #include "diag.h"
 #include "error.h"
 #include "log.h"
-#define SPEC_INTERNAL
 #include "spec.h"
 #include "spec_yaml.h"
 #include "strutil.h"
@@ -18,6 +18,7 @@
 
 #define YAML_STR_TAG	"tag:yaml.org,2002:str"
 #define YAML_TAG_PREFIX	"tag:yaml.org,2002:"
+#define SHOW_MAX	40	/* characters of a value quoted in a message */
 
 struct anchor {
 	char		*name;
@@ -54,6 +55,35 @@ yp_error(struct yparser *p, size_t line, size_t col, const char *fmt, ...)
 	va_start(ap, fmt);
 	diag_vadd(p->d, DIAG_ERROR, p->file, line, col, fmt, ap);
 	va_end(ap);
+}
+
+/* s (len bytes) for a message: control characters escaped, long values cut
+ * at SHOW_MAX characters with "...". */
+char *
+spec_show(const char *s, size_t len)
+{
+	struct cbuf		 b;
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 i, chars = 0;
+
+	cbuf_init(&b, SIZE_MAX);
+	for (i = 0; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80 && chars++ == SHOW_MAX) {
+			cbuf_adds(&b, "...");
+			break;
+		}
+		if (p[i] == '\n')
+			cbuf_adds(&b, "\\n");
+		else if (p[i] == '\t')
+			cbuf_adds(&b, "\\t");
+		else if (p[i] == '\r')
+			cbuf_adds(&b, "\\r");
+		else if (p[i] < 0x20 || p[i] == 0x7f)
+			cbuf_addf(&b, "\\x%02x", p[i]);
+		else
+			cbuf_addc(&b, (char)p[i]);
+	}
+	return cbuf_detach(&b, NULL);
 }
 
 /* ------------------------------------------------------------ input checks */

@@ -5,6 +5,9 @@
  * NUL bytes, UTF-8, control characters) and bounded while parsing (nesting
  * depth, nodes after alias expansion); duplicate keys, several documents,
  * tags and non-string keys are refused.
+ *
+ * The lowest layer of spec/: of spec.h it uses only the limits, and it
+ * knows nothing of keys.
  */
 #ifndef CADRE_SPEC_YAML_H
 #define CADRE_SPEC_YAML_H
@@ -59,5 +62,9 @@ void ydoc_free(struct ydoc *doc);
 int ynode_is_null(const struct ynode *n);
 /* The value of key in map (a YNODE_MAP), or NULL. */
 const struct ynode *ymap_get(const struct ynode *map, const char *key);
+
+/* s (len bytes) quoted in a message: control characters escaped, long
+ * values cut with "...". Caller frees. */
+char *spec_show(const char *s, size_t len);
 
 #endif

@@ -11,7 +11,6 @@
 #include "diag.h"
 #include "error.h"
 #include "spec.h"
-#include "spec_yaml.h"
 #include "xmalloc.h"
 #include "unit.h"
 

@@ -1,0 +1,240 @@
+/*
+ * The checks between keys: once on the base values for the keys that
+ * cannot vary, and on every configuration for those that can, so that a
+ * spec that parses is valid in all its runs.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "duration.h"
+#include "spec_check.h"
+
+/* Checks between keys that cannot vary in a matrix. */
+void
+spec_check_base(struct spec_cx *cx)
+{
+	struct spec		*s = cx->s;
+	const struct spec_value	*rt = &s->v[SPEC_K_CONTAINER_RUNTIME];
+	const struct spec_value	*be = &s->v[SPEC_K_SCHED_BACKEND];
+
+	if (rt->set && strcmp(rt->s, "none") != 0 &&
+	    !s->v[SPEC_K_CONTAINER_IMAGE].set &&
+	    !s->v[SPEC_K_CONTAINER_IMAGE].bad)
+		diag_error(cx->d, cx->file, rt->line, rt->col, "container.image "
+		    "is required when container.runtime is %s", rt->s);
+	if (be->set && strcmp(be->s, "slurm-rest") == 0 &&
+	    !s->v[SPEC_K_SCHED_REST_URL].set &&
+	    !s->v[SPEC_K_SCHED_REST_URL].bad)
+		diag_error(cx->d, cx->file, be->line, be->col,
+		    "scheduler.rest.url is required when scheduler.backend is "
+		    "slurm-rest");
+}
+
+/* ------------------------------------------------------------ configurations */
+
+/* One cross-key problem in a configuration: reported at the value that
+ * varies when one does (naming the configuration), else at the first key. */
+static void
+cfg_error(struct spec_cx *cx, const struct spec_config *cfg,
+    const enum spec_key *ks, size_t nk, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void
+cfg_error(struct spec_cx *cx, const struct spec_config *cfg,
+    const enum spec_key *ks, size_t nk, const char *fmt, ...)
+{
+	struct spec		*s = cx->s;
+	const struct spec_value	*v, *at = NULL;
+	struct cbuf		 b;
+	va_list			 ap;
+	size_t			 i, nvar = 0;
+	char			*val, *msg;
+
+	cbuf_init(&b, SIZE_MAX);
+	va_start(ap, fmt);
+	cbuf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	for (i = 0; i < nk; i++) {
+		v = spec_cfg_value(s, cfg, ks[i]);
+		if (v == &s->v[ks[i]])
+			continue;
+		if (at == NULL)
+			at = v;
+		val = spec_value_format(ks[i], v);
+		cbuf_addf(&b, "%s%s=%s", nvar++ == 0 ?
+		    " (in the configuration with " : ", ",
+		    spec_key_info(ks[i])->path, val);
+		free(val);
+	}
+	if (nvar > 0)
+		cbuf_addc(&b, ')');
+	for (i = 0; i < nk && at == NULL; i++) {
+		if (s->v[ks[i]].line != 0)
+			at = &s->v[ks[i]];
+	}
+	msg = cbuf_detach(&b, NULL);
+	diag_error(cx->d, cx->file, at != NULL ? at->line : 0,
+	    at != NULL ? at->col : 0, "%s", msg);
+	free(msg);
+}
+
+static int
+all_good(const struct spec *s, const struct spec_config *cfg,
+    const enum spec_key *ks, size_t nk)
+{
+	size_t	i;
+
+	for (i = 0; i < nk; i++) {
+		if (spec_cfg_value(s, cfg, ks[i])->bad)
+			return 0;
+	}
+	return 1;
+}
+
+#define NKEYS(a)	(sizeof (a) / sizeof (a)[0])
+
+void
+spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
+{
+	static const enum spec_key grace[] = { SPEC_K_SCHED_SIGNAL_GRACE,
+	    SPEC_K_SCHED_TIME_LIMIT };
+	static const enum spec_key startup[] = { SPEC_K_AGENT_STARTUP_TIMEOUT,
+	    SPEC_K_SCHED_TIME_LIMIT };
+	static const enum spec_key skip[] = { SPEC_K_MEASURE_SKIP_STEPS,
+	    SPEC_K_STEPS };
+	static const enum spec_key heads[] = { SPEC_K_MODEL_HIDDEN,
+	    SPEC_K_MODEL_HEADS };
+	static const enum spec_key seq[] = { SPEC_K_SEQ_LEN, SPEC_K_MODEL,
+	    SPEC_K_MODEL_MAX_POSITION };
+	static const enum spec_key ranks[] = { SPEC_K_RES_RANKS_PER_NODE,
+	    SPEC_K_RES_GPUS_PER_NODE };
+	static const enum spec_key prec[] = { SPEC_K_PRECISION,
+	    SPEC_K_RES_GPUS_PER_NODE };
+	static const enum spec_key launch[] = { SPEC_K_LAUNCHER,
+	    SPEC_K_SCHED_BACKEND };
+	static const enum spec_key at[] = { SPEC_K_CKPT_EVAL_AT,
+	    SPEC_K_CHECKPOINT_EVERY };
+	static const enum spec_key ev[] = { SPEC_K_CKPT_EVAL_AT,
+	    SPEC_K_CKPT_EVAL_DATA };
+	static const enum spec_key keep[] = { SPEC_K_KEEP_TIMED,
+	    SPEC_K_CKPT_EVAL_AT };
+	const struct spec_value	*v;
+	size_t			 i;
+	const struct spec	*s = cx->s;
+	struct spec_model_dims	 m;
+	char			 a[64], b[64];
+	int64_t			 x, y;
+	const char		*str;
+
+	if (all_good(s, cfg, grace, NKEYS(grace))) {
+		x = spec_cfg_int(s, cfg, SPEC_K_SCHED_SIGNAL_GRACE);
+		y = spec_cfg_int(s, cfg, SPEC_K_SCHED_TIME_LIMIT);
+		if (x >= y) {
+			duration_format(x, a, sizeof a);
+			duration_format(y, b, sizeof b);
+			cfg_error(cx, cfg, grace, NKEYS(grace),
+			    "scheduler.signal_grace (%s) must be shorter than "
+			    "scheduler.time_limit (%s)", a, b);
+		}
+	}
+	if (all_good(s, cfg, startup, NKEYS(startup))) {
+		x = spec_cfg_int(s, cfg, SPEC_K_AGENT_STARTUP_TIMEOUT);
+		y = spec_cfg_int(s, cfg, SPEC_K_SCHED_TIME_LIMIT);
+		if (x >= y) {
+			duration_format(x, a, sizeof a);
+			duration_format(y, b, sizeof b);
+			cfg_error(cx, cfg, startup, NKEYS(startup),
+			    "agent.startup_timeout (%s) must be shorter than "
+			    "scheduler.time_limit (%s)", a, b);
+		}
+	}
+	if (all_good(s, cfg, skip, NKEYS(skip))) {
+		x = spec_cfg_int(s, cfg, SPEC_K_MEASURE_SKIP_STEPS);
+		y = spec_cfg_int(s, cfg, SPEC_K_STEPS);
+		if (x >= y)
+			cfg_error(cx, cfg, skip, NKEYS(skip),
+			    "measure.skip_steps (%" PRId64 ") must be less than "
+			    "trainer.steps (%" PRId64 "), or no step is "
+			    "measured", x, y);
+	}
+	str = spec_cfg_string(s, cfg, SPEC_K_MODEL);
+	if (all_good(s, cfg, seq, NKEYS(seq)) && str != NULL &&
+	    (strcmp(str, "custom") != 0 || (s->v[SPEC_K_MODEL_LAYERS].set &&
+	    s->v[SPEC_K_MODEL_HIDDEN].set && s->v[SPEC_K_MODEL_HEADS].set))) {
+		spec_cfg_model(s, cfg, &m);
+		if (strcmp(str, "custom") == 0 && !s->v[SPEC_K_MODEL_HEADS].bad &&
+		    !s->v[SPEC_K_MODEL_HIDDEN].bad && m.hidden % m.heads != 0)
+			cfg_error(cx, cfg, heads, NKEYS(heads),
+			    "trainer.model.hidden (%" PRId64 ") must be a "
+			    "multiple of trainer.model.heads (%" PRId64 ")",
+			    m.hidden, m.heads);
+		x = spec_cfg_int(s, cfg, SPEC_K_SEQ_LEN);
+		if (x > m.max_position)
+			cfg_error(cx, cfg, seq, NKEYS(seq), "trainer.seq_len "
+			    "(%" PRId64 ") is longer than the model's "
+			    "max_position (%" PRId64 ")", x, m.max_position);
+	}
+	if (all_good(s, cfg, ranks, NKEYS(ranks))) {
+		x = spec_cfg_int(s, cfg, SPEC_K_RES_RANKS_PER_NODE);
+		y = spec_cfg_int(s, cfg, SPEC_K_RES_GPUS_PER_NODE);
+		if (x != 0 && y != 0 && x != y)
+			cfg_error(cx, cfg, ranks, NKEYS(ranks),
+			    "resources.ranks_per_node (%" PRId64 ") must equal "
+			    "resources.gpus_per_node (%" PRId64 "); each rank "
+			    "drives one GPU, which 0 chooses", x, y);
+	}
+	if (all_good(s, cfg, prec, NKEYS(prec))) {
+		str = spec_cfg_string(s, cfg, SPEC_K_PRECISION);
+		y = spec_cfg_int(s, cfg, SPEC_K_RES_GPUS_PER_NODE);
+		if (strcmp(str, "fp32") != 0 && y == 0)
+			cfg_error(cx, cfg, prec, NKEYS(prec),
+			    "trainer.precision %s needs GPUs, but "
+			    "resources.gpus_per_node is 0; CPU runs train in "
+			    "fp32", str);
+	}
+	if (all_good(s, cfg, launch, NKEYS(launch))) {
+		str = spec_cfg_string(s, cfg, SPEC_K_SCHED_BACKEND);
+		if (strcmp(spec_cfg_string(s, cfg, SPEC_K_LAUNCHER), "srun") ==
+		    0 && strcmp(str, "slurm") != 0 &&
+		    strcmp(str, "slurm-rest") != 0)
+			cfg_error(cx, cfg, launch, NKEYS(launch),
+			    "launcher srun needs a Slurm backend, but "
+			    "scheduler.backend is %s; use mpirun", str);
+	}
+	/* A checkpoint is "at T" when T is one of its timed marks, the
+	 * multiples of checkpoint_every: another T would never match. */
+	v = spec_cfg_value(s, cfg, SPEC_K_CKPT_EVAL_AT);
+	if (all_good(s, cfg, at, NKEYS(at)) && v->set) {
+		y = spec_cfg_int(s, cfg, SPEC_K_CHECKPOINT_EVERY);
+		for (i = 0; i < v->n; i++) {
+			x = strtoll(v->list[i], NULL, 10);
+			if (y > 0 && x % y == 0)
+				continue;
+			duration_format(x, a, sizeof a);
+			duration_format(y, b, sizeof b);
+			cfg_error(cx, cfg, at, NKEYS(at), y == 0 ?
+			    "eval.at %s: trainer.checkpoint_every is 0, so no "
+			    "checkpoint is timed; set it (e.g. 20m)%s" :
+			    "eval.at %s is not a multiple of "
+			    "trainer.checkpoint_every (%s): timed checkpoints "
+			    "are taken at its multiples only", a, y == 0 ? "" : b);
+			break;
+		}
+	}
+	if (all_good(s, cfg, ev, NKEYS(ev)) && v->set &&
+	    !spec_cfg_value(s, cfg, SPEC_K_CKPT_EVAL_DATA)->set)
+		cfg_error(cx, cfg, ev, NKEYS(ev), "eval.at is set but "
+		    "eval.data is not: name the held-out shards to evaluate "
+		    "the checkpoints on");
+	if (all_good(s, cfg, keep, NKEYS(keep)) && !v->set &&
+	    strcmp(spec_cfg_string(s, cfg, SPEC_K_KEEP_TIMED), "at") == 0)
+		cfg_error(cx, cfg, keep, NKEYS(keep), "trainer.keep_timed: "
+		    "at keeps the checkpoints at eval.at, which is not set; "
+		    "set eval.at or keep all");
+}

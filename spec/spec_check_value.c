@@ -1,0 +1,654 @@
+/*
+ * One key's value from its YAML node: the node checked against the key's
+ * type and range or values in the table, each problem reported with what
+ * was expected and what was written. The table's defaults go through the
+ * same checks.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "duration.h"
+#include "error.h"
+#include "log.h"
+#include "size.h"
+#include "strutil.h"
+#include "xmalloc.h"
+#include "spec_check.h"
+
+static void
+node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	diag_vadd(cx->d, DIAG_ERROR, cx->file, n != NULL ? n->line : 0,
+	    n != NULL ? n->col : 0, fmt, ap);
+	va_end(ap);
+}
+
+static int
+looks_numeric(const char *s)
+{
+	double	f;
+	int	rc = str_to_double(s, &f);
+
+	return rc == 0 || rc == CADRE_ERR_RANGE;
+}
+
+/* What a node is, for "got ...": 0, 'abc', a list, an empty value. */
+char *
+spec_describe(const struct ynode *n)
+{
+	char	*shown, *r;
+
+	if (ynode_is_null(n))
+		return xstrdup("an empty value");
+	if (n->kind == YNODE_MAP)
+		return xstrdup("a mapping");
+	if (n->kind == YNODE_SEQ)
+		return xstrdup("a list");
+	shown = spec_show(n->str, n->len);
+	if (n->plain && looks_numeric(n->str))
+		return shown;
+	if (!n->plain && looks_numeric(n->str))
+		xasprintf(&r, "the quoted string \"%s\" (remove the quotes)",
+		    shown);
+	else
+		xasprintf(&r, "'%s'", shown);
+	free(shown);
+	return r;
+}
+
+static void
+add_float(struct cbuf *b, double f)
+{
+	cbuf_addf(b, "%.15g", f);
+}
+
+static void
+add_values(struct cbuf *b, const char *const *values)
+{
+	size_t	i;
+
+	for (i = 0; values[i] != NULL; i++)
+		cbuf_addf(b, "%s%s", i > 0 ? ", " : "", values[i]);
+}
+
+/* What a key takes, for "expected ...". */
+static char *
+expected(const struct spec_key_info *ki)
+{
+	struct cbuf	b;
+	int		lo_open = ki->flags & SPEC_F_MIN_OPEN;
+	int		hi_open = ki->flags & SPEC_F_MAX_OPEN;
+
+	cbuf_init(&b, SIZE_MAX);
+	switch (ki->type) {
+	case SPEC_T_INT:
+		cbuf_addf(&b, "an integer from %" PRId64 " to %" PRId64,
+		    ki->min, ki->max);
+		break;
+	case SPEC_T_FLOAT:
+		if (!lo_open && !hi_open) {
+			cbuf_adds(&b, "a number from ");
+			add_float(&b, ki->fmin);
+			cbuf_adds(&b, " to ");
+			add_float(&b, ki->fmax);
+			break;
+		}
+		cbuf_adds(&b, lo_open ? "a number greater than " :
+		    "a number of at least ");
+		add_float(&b, ki->fmin);
+		cbuf_adds(&b, hi_open ? " and less than " : " and at most ");
+		add_float(&b, ki->fmax);
+		break;
+	case SPEC_T_BOOL:
+		cbuf_adds(&b, "true or false");
+		break;
+	case SPEC_T_TEXT:
+		cbuf_adds(&b, "text");
+		break;
+	case SPEC_T_NAME:
+		cbuf_adds(&b, "a name of 1 to 64 letters, digits, '.', '_' or "
+		    "'-'");
+		break;
+	case SPEC_T_ENUM:
+		cbuf_adds(&b, "one of ");
+		add_values(&b, ki->values);
+		break;
+	case SPEC_T_MODEL:
+		cbuf_adds(&b, "one of ");
+		add_values(&b, ki->values);
+		cbuf_adds(&b, ", or a mapping of dimensions");
+		break;
+	case SPEC_T_DURATION:
+		cbuf_adds(&b, "a duration such as 90s, 20m, 1h30m or 01:30:00");
+		break;
+	case SPEC_T_SIZE:
+		cbuf_adds(&b, "a size such as 512M, 64G or 2GiB");
+		break;
+	case SPEC_T_PATH:
+		cbuf_adds(&b, "a path");
+		break;
+	case SPEC_T_WORD:
+		cbuf_adds(&b, "a word");
+		break;
+	case SPEC_T_ENV:
+		cbuf_adds(&b, "an environment variable name");
+		break;
+	case SPEC_T_URL:
+		cbuf_adds(&b, "an http://, https:// or unix:/// URL");
+		break;
+	case SPEC_T_WORDS:
+		cbuf_adds(&b, "a list of words, e.g. [\"--exclusive\"]");
+		break;
+	case SPEC_T_PATHS:
+		cbuf_adds(&b, "a list of paths, e.g. [/scratch]");
+		break;
+	case SPEC_T_DURATIONS:
+		cbuf_adds(&b, "a list of durations, e.g. [20m, 40m]");
+		break;
+	case SPEC_T_ENUMS:
+		cbuf_adds(&b, "a list of values from ");
+		add_values(&b, ki->values);
+		break;
+	default:
+		cbuf_adds(&b, "a value");
+		break;
+	}
+	return cbuf_detach(&b, NULL);
+}
+
+static void
+type_error(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n, const char *extra)
+{
+	char	*exp = expected(ki), *got = spec_describe(n);
+
+	node_error(cx, n, "%s: expected %s, got %s%s", ki->path, exp, got,
+	    extra != NULL ? extra : "");
+	free(exp);
+	free(got);
+}
+
+/* ------------------------------------------------------------ scalars */
+
+/* 'bert_base' and 'BF16' are near misses of 'bert-base' and 'bf16'. */
+static const char *
+enum_near(const char *const *values, const char *s)
+{
+	size_t	i, j;
+	char	a, b;
+
+	for (i = 0; values[i] != NULL; i++) {
+		for (j = 0; s[j] != '\0' && values[i][j] != '\0'; j++) {
+			a = s[j] >= 'A' && s[j] <= 'Z' ? s[j] - 'A' + 'a' : s[j];
+			b = values[i][j];
+			if (a == '_')
+				a = '-';
+			if (a != b)
+				break;
+		}
+		if (s[j] == '\0' && values[i][j] == '\0')
+			return values[i];
+	}
+	return NULL;
+}
+
+static int
+parse_enum(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n, int64_t *idx)
+{
+	const char	*near;
+	char		*extra = NULL;
+	int64_t		 i;
+
+	for (i = 0; ki->values[i] != NULL; i++) {
+		if (strcmp(ki->values[i], n->str) == 0) {
+			*idx = i;
+			return 0;
+		}
+	}
+	if ((near = enum_near(ki->values, n->str)) != NULL)
+		xasprintf(&extra, " (did you mean '%s'?)", near);
+	type_error(cx, ki, n, extra);
+	free(extra);
+	return -1;
+}
+
+static int
+check_path_text(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n)
+{
+	const unsigned char	*p = (const unsigned char *)n->str;
+	size_t			 i, j;
+	char			*shown;
+
+	if (n->len == 0) {
+		node_error(cx, n, "%s: expected a path, got an empty string",
+		    ki->path);
+		return -1;
+	}
+	if (n->len > SPEC_MAX_PATH) {
+		node_error(cx, n, "%s: paths are limited to %d bytes, got %zu",
+		    ki->path, SPEC_MAX_PATH, n->len);
+		return -1;
+	}
+	for (i = 0; i < n->len; i++) {
+		if (p[i] == '\n' || p[i] == '\r') {
+			node_error(cx, n, "%s: a path must not contain a line "
+			    "break", ki->path);
+			return -1;
+		}
+		if (p[i] < 0x20 || p[i] == 0x7f) {
+			node_error(cx, n, "%s: a path must not contain control "
+			    "characters (found 0x%02x)", ki->path, p[i]);
+			return -1;
+		}
+	}
+	if (p[0] == '~') {
+		node_error(cx, n, "%s: '~' is not expanded in paths; write the "
+		    "full path, or $HOME/...", ki->path);
+		return -1;
+	}
+	if (p[0] == '$') {
+		/* $NAME or ${NAME}, then '/' or the end. */
+		i = p[1] == '{' ? 2 : 1;
+		j = i;
+		if ((p[j] >= 'A' && p[j] <= 'Z') || (p[j] >= 'a' &&
+		    p[j] <= 'z') || p[j] == '_') {
+			while ((p[j] >= 'A' && p[j] <= 'Z') || (p[j] >= 'a' &&
+			    p[j] <= 'z') || (p[j] >= '0' && p[j] <= '9') ||
+			    p[j] == '_')
+				j++;
+		}
+		if (j > i && i == 2 && p[j] == '}')
+			j++;
+		else if (i == 2)
+			j = i;
+		if (j == i || (p[j] != '/' && p[j] != '\0')) {
+			shown = spec_show(n->str, n->len);
+			node_error(cx, n, "%s: a path may start with $NAME or "
+			    "${NAME}, a variable of the job's environment, "
+			    "then '/'; '%s' does not", ki->path, shown);
+			free(shown);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+check_word_text(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n)
+{
+	const unsigned char	*p = (const unsigned char *)n->str;
+	size_t			 i;
+	int			 blank = 1;
+
+	for (i = 0; i < n->len; i++) {
+		if (p[i] == '\n' || p[i] == '\r') {
+			node_error(cx, n, "%s: a scheduler word must not contain "
+			    "a line break", ki->path);
+			return -1;
+		}
+		if (p[i] < 0x20 || p[i] == 0x7f) {
+			node_error(cx, n, "%s: a scheduler word must be printable "
+			    "(found control character 0x%02x)", ki->path, p[i]);
+			return -1;
+		}
+		if (p[i] != ' ')
+			blank = 0;
+	}
+	if (blank) {
+		node_error(cx, n, "%s: a scheduler word must not be empty or "
+		    "only spaces", ki->path);
+		return -1;
+	}
+	if (n->len > SPEC_MAX_WORD) {
+		node_error(cx, n, "%s: scheduler words are limited to %d bytes, "
+		    "got %zu", ki->path, SPEC_MAX_WORD, n->len);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+is_env_name(const char *s, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || len > 256 || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' &&
+		    s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		    s[i] == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+static int
+is_url(const char *s, size_t len)
+{
+	const char	*rest;
+	size_t		 i;
+
+	if (len > SPEC_MAX_PATH)
+		return 0;
+	for (i = 0; i < len; i++) {
+		if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+			return 0;
+	}
+	if (strncmp(s, "http://", 7) == 0)
+		rest = s + 7;
+	else if (strncmp(s, "https://", 8) == 0)
+		rest = s + 8;
+	else if (strncmp(s, "unix:///", 8) == 0)
+		return s[8] != '\0';
+	else
+		return 0;
+	return *rest != '\0' && *rest != '/';
+}
+
+/* The duration or size text is a bare number: the unit was forgotten. */
+static int
+bare_number(const char *s)
+{
+	int64_t	v;
+
+	return str_to_int64(s, &v) == 0 && v != 0;
+}
+
+static int
+parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n, struct spec_value *out)
+{
+	int64_t	 iv;
+	double	 fv;
+	int	 rc;
+	char	*shown, *exp;
+
+	if (n->kind != YNODE_SCALAR || ynode_is_null(n)) {
+		type_error(cx, ki, n, NULL);
+		return -1;
+	}
+	switch (ki->type) {
+	case SPEC_T_INT:
+		if (!n->plain || str_to_int64(n->str, &iv) != 0 ||
+		    iv < ki->min || iv > ki->max) {
+			type_error(cx, ki, n, NULL);
+			return -1;
+		}
+		out->i = iv;
+		break;
+	case SPEC_T_FLOAT:
+		if (!n->plain || str_to_double(n->str, &fv) != 0 ||
+		    fv < ki->fmin || fv > ki->fmax ||
+		    ((ki->flags & SPEC_F_MIN_OPEN) && fv == ki->fmin) ||
+		    ((ki->flags & SPEC_F_MAX_OPEN) && fv == ki->fmax)) {
+			type_error(cx, ki, n, NULL);
+			return -1;
+		}
+		out->f = fv;
+		break;
+	case SPEC_T_BOOL:
+		if (n->plain && (strcmp(n->str, "true") == 0 ||
+		    strcmp(n->str, "True") == 0 || strcmp(n->str, "TRUE") == 0))
+			out->i = 1;
+		else if (n->plain && (strcmp(n->str, "false") == 0 ||
+		    strcmp(n->str, "False") == 0 ||
+		    strcmp(n->str, "FALSE") == 0))
+			out->i = 0;
+		else {
+			type_error(cx, ki, n, NULL);
+			return -1;
+		}
+		break;
+	case SPEC_T_DURATION:
+	case SPEC_T_SIZE:
+		if (bare_number(n->str)) {
+			shown = spec_show(n->str, n->len);
+			node_error(cx, n, "%s: expected a %s, got the bare number "
+			    "%s; add a unit, e.g. %s", ki->path,
+			    ki->type == SPEC_T_DURATION ? "duration" : "size",
+			    shown, ki->type == SPEC_T_DURATION ? "90s or 20m" :
+			    "64G or 512M");
+			free(shown);
+			return -1;
+		}
+		if (ki->type == SPEC_T_DURATION)
+			rc = duration_parse(n->str, &iv);
+		else
+			rc = size_parse(n->str, &iv);
+		if (rc == CADRE_ERR_INVALID) {
+			type_error(cx, ki, n, NULL);
+			return -1;
+		}
+		if (rc != 0 || iv < ki->min || iv > ki->max) {
+			struct cbuf b;
+
+			cbuf_init(&b, SIZE_MAX);
+			spec_add_bound(&b, ki->type, ki->min);
+			cbuf_adds(&b, " to ");
+			spec_add_bound(&b, ki->type, ki->max);
+			exp = cbuf_detach(&b, NULL);
+			shown = spec_show(n->str, n->len);
+			node_error(cx, n, "%s: expected a %s from %s, got %s",
+			    ki->path, ki->type == SPEC_T_DURATION ? "duration" :
+			    "size", exp, shown);
+			free(shown);
+			free(exp);
+			return -1;
+		}
+		out->i = iv;
+		break;
+	case SPEC_T_ENUM:
+	case SPEC_T_MODEL:
+		if (parse_enum(cx, ki, n, &out->i) != 0)
+			return -1;
+		break;
+	case SPEC_T_TEXT:
+		if ((int64_t)n->len > ki->max) {
+			node_error(cx, n, "%s: text is limited to %" PRId64
+			    " bytes, got %zu", ki->path, ki->max, n->len);
+			return -1;
+		}
+		break;
+	case SPEC_T_NAME:
+		if (!str_is_name(n->str, 64)) {
+			type_error(cx, ki, n, NULL);
+			return -1;
+		}
+		break;
+	case SPEC_T_PATH:
+		if (check_path_text(cx, ki, n) != 0)
+			return -1;
+		break;
+	case SPEC_T_WORD:
+		if (check_word_text(cx, ki, n) != 0)
+			return -1;
+		break;
+	case SPEC_T_ENV:
+		if (!is_env_name(n->str, n->len)) {
+			type_error(cx, ki, n, " (letters, digits and '_', not "
+			    "starting with a digit)");
+			return -1;
+		}
+		break;
+	case SPEC_T_URL:
+		if (!is_url(n->str, n->len)) {
+			type_error(cx, ki, n, NULL);
+			return -1;
+		}
+		break;
+	default:
+		fatalx("spec: parse_scalar: %s is not a scalar key", ki->path);
+	}
+	out->s = xstrdup(n->str);
+	return 0;
+}
+
+static int
+parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n, struct spec_value *out)
+{
+	struct spec_key_info	 item = *ki;
+	const struct ynode	*it;
+	size_t			 i, j;
+	int			 rc = 0;
+	char			*shown;
+
+	if (n->kind != YNODE_SEQ) {
+		type_error(cx, ki, n, NULL);
+		return -1;
+	}
+	if ((int64_t)n->n > ki->max) {
+		node_error(cx, n, "%s: at most %" PRId64 " items, got %zu",
+		    ki->path, ki->max, n->n);
+		return -1;
+	}
+	item.type = ki->type == SPEC_T_WORDS ? SPEC_T_WORD :
+	    ki->type == SPEC_T_PATHS ? SPEC_T_PATH :
+	    ki->type == SPEC_T_DURATIONS ? SPEC_T_DURATION : SPEC_T_ENUM;
+	if (ki->type == SPEC_T_DURATIONS) {
+		item.min = 1;
+		item.max = 365 * 24 * 3600;
+	}
+	out->list = xcalloc(n->n + 1, sizeof *out->list);
+	for (i = 0; i < n->n; i++) {
+		struct spec_value	v;
+
+		it = n->items[i];
+		memset(&v, 0, sizeof v);
+		if (parse_scalar(cx, &item, it, &v) != 0) {
+			rc = -1;
+			continue;
+		}
+		if (ki->type == SPEC_T_DURATIONS) {
+			free(v.s);
+			xasprintf(&v.s, "%" PRId64, v.i);
+		}
+		if (ki->type == SPEC_T_ENUMS || ki->type == SPEC_T_DURATIONS) {
+			for (j = 0; j < out->n; j++) {
+				if (strcmp(out->list[j], v.s) == 0)
+					break;
+			}
+			if (j < out->n) {
+				shown = ki->type == SPEC_T_DURATIONS ?
+				    spec_show(it->str, strlen(it->str)) :
+				    spec_show(v.s, strlen(v.s));
+				node_error(cx, it, "%s: '%s' is listed twice",
+				    ki->path, shown);
+				free(shown);
+				free(v.s);
+				rc = -1;
+				continue;
+			}
+		}
+		out->list[out->n++] = v.s;
+	}
+	return rc;
+}
+
+int
+spec_value_parse(struct spec_cx *cx, enum spec_key k, const struct ynode *n,
+    struct spec_value *out)
+{
+	const struct spec_key_info	*ki = spec_key_info(k);
+	int				 rc;
+	char				*got;
+
+	memset(out, 0, sizeof *out);
+	out->line = n->line;
+	out->col = n->col;
+	if (k == SPEC_K_VERSION && (n->kind != YNODE_SCALAR || !n->plain ||
+	    strcmp(n->str, "1") != 0)) {
+		got = spec_describe(n);
+		node_error(cx, n, "version: this cadre reads spec version %d, "
+		    "got %s", SPEC_VERSION, got);
+		free(got);
+		rc = -1;
+	} else if (ki->type == SPEC_T_WORDS || ki->type == SPEC_T_PATHS ||
+	    ki->type == SPEC_T_ENUMS || ki->type == SPEC_T_DURATIONS)
+		rc = parse_list(cx, ki, n, out);
+	else
+		rc = parse_scalar(cx, ki, n, out);
+	if (rc != 0) {
+		spec_value_free(out);
+		out->line = n->line;
+		out->col = n->col;
+		out->bad = 1;
+		return -1;
+	}
+	out->set = 1;
+	return 0;
+}
+
+/* Defaults are written as a spec would write them and go through the same
+ * checks: a default the checks refuse is a bug in the key table. */
+void
+spec_defaults(struct spec_value def[SPEC_KEY_COUNT])
+{
+	const struct spec_key_info *ki;
+	struct diags	 d;
+	struct spec_cx	 cx;
+	struct ynode	 scalar, seq, *items[SPEC_MAX_LIST];
+	struct ynode	 itemv[SPEC_MAX_LIST];
+	char		*text, *p, *q;
+	size_t		 n;
+	int		 k;
+
+	diags_init(&d);
+	memset(&cx, 0, sizeof cx);
+	cx.file = "(defaults)";
+	cx.d = &d;
+	for (k = 0; k < SPEC_KEY_COUNT; k++) {
+		ki = spec_key_info(k);
+		memset(&def[k], 0, sizeof def[k]);
+		if (ki->def == NULL)
+			continue;
+		text = xstrdup(ki->def);
+		if (spec_type_is_list(ki->type)) {
+			memset(&seq, 0, sizeof seq);
+			seq.kind = YNODE_SEQ;
+			seq.items = items;
+			n = 0;
+			for (p = text; p != NULL && n < SPEC_MAX_LIST; p = q) {
+				if ((q = strchr(p, ',')) != NULL)
+					*q++ = '\0';
+				memset(&itemv[n], 0, sizeof itemv[n]);
+				itemv[n].kind = YNODE_SCALAR;
+				itemv[n].plain = 1;
+				itemv[n].str = p;
+				itemv[n].len = strlen(p);
+				items[n] = &itemv[n];
+				n++;
+			}
+			seq.n = n;
+			if (spec_value_parse(&cx, k, &seq, &def[k]) != 0)
+				fatalx("spec: bad default for %s", ki->path);
+		} else {
+			memset(&scalar, 0, sizeof scalar);
+			scalar.kind = YNODE_SCALAR;
+			scalar.plain = 1;
+			scalar.str = text;
+			scalar.len = strlen(text);
+			if (spec_value_parse(&cx, k, &scalar, &def[k]) != 0)
+				fatalx("spec: bad default for %s", ki->path);
+		}
+		def[k].line = def[k].col = 0;
+		free(text);
+	}
+	diags_free(&d);
+}

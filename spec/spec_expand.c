@@ -1,0 +1,371 @@
+/*
+ * The matrix expanded into configurations: the cartesian product in the
+ * order the keys appear (the first key varying slowest) less the excluded
+ * ones, then the included ones not already there; each configuration
+ * hashed and checked, and report.baseline looked for among them.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "log.h"
+#include "xmalloc.h"
+#include "spec_matrix.h"
+
+/* ------------------------------------------------------------ expansion */
+
+/* The runs the matrix asks for, refused before anything is expanded. */
+static int
+check_bound(struct spec_cx *cx, uint64_t *product)
+{
+	struct spec		*s = cx->s;
+	const struct ynode	*at;
+	struct cbuf		 b;
+	uint64_t		 p = 1, runs, repeats;
+	size_t			 i, nincl = 0;
+	char			*msg;
+
+	for (i = 0; i < s->nincludes; i++)
+		nincl += !s->includes[i].bad;
+	for (i = 0; i < s->ndims; i++) {
+		p *= s->dims[i].n;
+		if (p > SPEC_MAX_RUNS + 1)
+			p = SPEC_MAX_RUNS + 1;	/* saturate: over either way */
+	}
+	/* Without a matrix, the include entries are the configurations. */
+	if (s->ndims == 0 && nincl > 0)
+		p = 0;
+	repeats = s->v[SPEC_K_REPEATS].set ? (uint64_t)s->v[SPEC_K_REPEATS].i :
+	    1;
+	runs = (p + nincl) * repeats;
+	*product = p;
+	if (runs <= SPEC_MAX_RUNS)
+		return 0;
+
+	cbuf_init(&b, SIZE_MAX);
+	if (s->ndims > 0) {
+		cbuf_adds(&b, "matrix: ");
+		if (nincl > 0)
+			cbuf_addc(&b, '(');
+		for (i = 0; i < s->ndims; i++)
+			cbuf_addf(&b, "%s%zu", i > 0 ? " x " : "",
+			    s->dims[i].n);
+		if (nincl > 0)
+			cbuf_addf(&b, " + %zu included)", nincl);
+		cbuf_adds(&b, " configurations");
+	} else
+		cbuf_addf(&b, "include: %zu configurations", nincl);
+	if (repeats > 1)
+		cbuf_addf(&b, " x %" PRIu64 " repeats", repeats);
+	if (p > SPEC_MAX_RUNS)
+		cbuf_addf(&b, " make more than %d runs", SPEC_MAX_RUNS);
+	else
+		cbuf_addf(&b, " = %" PRIu64 " runs, over the limit of %d",
+		    runs, SPEC_MAX_RUNS);
+	cbuf_adds(&b, "; shrink the matrix or the repeats");
+	msg = cbuf_detach(&b, NULL);
+	at = cx->matrix_key != NULL ? cx->matrix_key : cx->include_key;
+	diag_error(cx->d, cx->file, at != NULL ? at->line : 0,
+	    at != NULL ? at->col : 0, "%s", msg);
+	free(msg);
+	return -1;
+}
+
+static void
+add_varied(struct spec *s, enum spec_key k)
+{
+	if (s->varied_index[k] >= 0)
+		return;
+	s->varied = xreallocarray(s->varied, s->nvaried + 1,
+	    sizeof *s->varied);
+	s->varied_index[k] = (int)s->nvaried;
+	s->varied[s->nvaried++] = k;
+}
+
+struct xentry {
+	uint32_t	mask;	/* dims the entry fixes */
+	uint64_t	base;	/* its config index with the others at 0 */
+};
+
+static int
+xentry_cmp(const void *pa, const void *pb)
+{
+	const struct xentry	*a = pa, *b = pb;
+
+	if (a->mask != b->mask)
+		return a->mask < b->mask ? -1 : 1;
+	if (a->base != b->base)
+		return a->base < b->base ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Marks the configurations each exclude entry matches. An entry fixing some
+ * dims matches the product of the others: enumerating exactly those, after
+ * dropping repeated entries, costs no more than the entries can name.
+ */
+static void
+apply_excludes(struct spec *s, const uint64_t *stride, unsigned char *out)
+{
+	struct xentry	*xs;
+	size_t		 nx = 0, i, j, nfree;
+	size_t		 freed[SPEC_MAX_MATRIX_KEYS], cnt[SPEC_MAX_MATRIX_KEYS];
+	uint64_t	 c;
+	struct spec_entry *e;
+
+	xs = xcalloc(s->nexcludes + 1, sizeof *xs);
+	for (i = 0; i < s->nexcludes; i++) {
+		e = &s->excludes[i];
+		if (e->bad || e->nomatch)
+			continue;
+		xs[nx].mask = 0;
+		xs[nx].base = 0;
+		for (j = 0; j < e->n; j++) {
+			xs[nx].mask |= (uint32_t)1 << e->a[j].dim;
+			xs[nx].base += e->a[j].vidx * stride[e->a[j].dim];
+		}
+		nx++;
+	}
+	qsort(xs, nx, sizeof *xs, xentry_cmp);
+	for (i = 0; i < nx; i++) {
+		if (i > 0 && xentry_cmp(&xs[i], &xs[i - 1]) == 0)
+			continue;
+		nfree = 0;
+		for (j = 0; j < s->ndims; j++) {
+			if (!(xs[i].mask & ((uint32_t)1 << j)))
+				freed[nfree++] = j;
+		}
+		memset(cnt, 0, sizeof cnt);
+		for (;;) {
+			c = xs[i].base;
+			for (j = 0; j < nfree; j++)
+				c += cnt[j] * stride[freed[j]];
+			out[c] = 1;
+			/* Next combination of the free dims, last fastest. */
+			for (j = nfree; j > 0; j--) {
+				if (++cnt[j - 1] < s->dims[freed[j - 1]].n)
+					break;
+				cnt[j - 1] = 0;
+			}
+			if (j == 0)
+				break;
+		}
+	}
+	free(xs);
+}
+
+/* Digests of the configurations so far, for dropping duplicate includes. */
+struct digest_set {
+	const uint8_t	**slots;
+	size_t		  cap;
+};
+
+static int
+digest_set_add(struct digest_set *ds, const uint8_t *dg)
+{
+	size_t	i;
+	uint64_t h;
+
+	memcpy(&h, dg, sizeof h);
+	i = (size_t)h & (ds->cap - 1);
+	while (ds->slots[i] != NULL) {
+		if (memcmp(ds->slots[i], dg, SHA256_DIGEST_LEN) == 0)
+			return 0;
+		i = (i + 1) & (ds->cap - 1);
+	}
+	ds->slots[i] = dg;
+	return 1;
+}
+
+static int
+baseline_matches(const struct spec *s, const struct spec_config *cfg)
+{
+	const struct spec_entry	*e = &s->baseline;
+	size_t			 i;
+
+	for (i = 0; i < e->n; i++) {
+		if (!spec_value_equal(e->a[i].key, &e->a[i].val,
+		    spec_cfg_value(s, cfg, e->a[i].key)))
+			return 0;
+	}
+	return 1;
+}
+
+void
+spec_matrix_expand(struct spec_cx *cx)
+{
+	struct spec		*s = cx->s;
+	struct spec_config	*cfg;
+	struct spec_entry	*e;
+	struct digest_set	 ds;
+	uint64_t		 product, stride[SPEC_MAX_MATRIX_KEYS], c, rem;
+	unsigned char		*excluded;
+	char			**fixed;
+	size_t			 i, j, idx, max;
+	int			 vi;
+
+	if (check_bound(cx, &product) != 0)
+		return;
+	for (i = 0; i < s->ndims; i++)
+		add_varied(s, s->dims[i].key);
+	for (i = 0; i < s->nincludes; i++) {
+		for (j = 0; j < s->includes[i].n; j++)
+			add_varied(s, s->includes[i].a[j].key);
+	}
+	if (s->has_baseline && !s->baseline.bad) {
+		for (j = 0; j < s->baseline.n; j++) {
+			if (s->varied_index[s->baseline.a[j].key] < 0) {
+				diag_error(cx->d, cx->file, cx->baseline_key->line,
+				    cx->baseline_key->col, "report.baseline: %s "
+				    "does not vary (it is under neither matrix "
+				    "nor include)",
+				    spec_key_info(s->baseline.a[j].key)->path);
+				s->baseline.bad = 1;
+			}
+		}
+	}
+
+	rem = 1;
+	for (i = s->ndims; i > 0; i--) {
+		stride[i - 1] = rem;
+		rem *= s->dims[i - 1].n;
+	}
+	excluded = xcalloc(product + 1, 1);
+	apply_excludes(s, stride, excluded);
+
+	max = product + s->nincludes;
+	s->configs = xcalloc(max, sizeof *s->configs);
+	for (c = 0; c < product; c++) {
+		if (excluded[c])
+			continue;
+		cfg = &s->configs[s->nconfigs++];
+		cfg->v = xcalloc(s->nvaried + 1, sizeof *cfg->v);
+		for (i = 0; i < s->nvaried; i++)
+			cfg->v[i] = &s->v[s->varied[i]];
+		for (i = 0; i < s->ndims; i++)
+			cfg->v[i] = &s->dims[i].vals[(c / stride[i]) %
+			    s->dims[i].n];
+	}
+	free(excluded);
+	if (s->nconfigs == 0 && s->nincludes == 0) {
+		diag_error(cx->d, cx->file, cx->exclude_key->line,
+		    cx->exclude_key->col, "exclude: every configuration of the "
+		    "matrix is excluded");
+		return;
+	}
+
+	ds.cap = 16;
+	while (ds.cap < 2 * max)
+		ds.cap *= 2;
+	ds.slots = xcalloc(ds.cap, sizeof *ds.slots);
+	fixed = spec_fixed_entries(s);
+	for (i = 0; i < s->nconfigs; i++) {
+		spec_hash_config(s, fixed, &s->configs[i]);
+		digest_set_add(&ds, s->configs[i].digest);
+	}
+	for (i = 0; i < s->nincludes; i++) {
+		e = &s->includes[i];
+		if (e->bad)
+			continue;
+		cfg = &s->configs[s->nconfigs];
+		cfg->v = xcalloc(s->nvaried + 1, sizeof *cfg->v);
+		for (j = 0; j < s->nvaried; j++)
+			cfg->v[j] = &s->v[s->varied[j]];
+		for (j = 0; j < e->n; j++) {
+			vi = s->varied_index[e->a[j].key];
+			cfg->v[vi] = &e->a[j].val;
+		}
+		spec_hash_config(s, fixed, cfg);
+		if (!digest_set_add(&ds, cfg->digest)) {
+			free(cfg->v);	/* already there: dropped */
+			memset(cfg, 0, sizeof *cfg);
+			continue;
+		}
+		s->nconfigs++;
+	}
+	free(ds.slots);
+	spec_fixed_entries_free(fixed);
+
+	for (i = 0; i < s->nconfigs; i++)
+		spec_check_config(cx, &s->configs[i]);
+
+	if (s->has_baseline && !s->baseline.bad) {
+		for (idx = 0; idx < s->nconfigs; idx++) {
+			if (baseline_matches(s, &s->configs[idx]))
+				break;
+		}
+		if (idx == s->nconfigs) {
+			struct cbuf	 b;
+			char		*t, *msg;
+
+			cbuf_init(&b, SIZE_MAX);
+			for (j = 0; j < s->baseline.n; j++) {
+				t = spec_value_format(s->baseline.a[j].key,
+				    &s->baseline.a[j].val);
+				cbuf_addf(&b, "%s%s=%s", j > 0 ? ", " : "",
+				    spec_key_info(s->baseline.a[j].key)->path,
+				    t);
+				free(t);
+			}
+			msg = cbuf_detach(&b, NULL);
+			diag_warning(cx->d, cx->file, cx->baseline_key->line,
+			    cx->baseline_key->col, "report.baseline: no "
+			    "configuration has %s; reports will show no "
+			    "speedups", msg);
+			free(msg);
+		}
+	}
+}
+
+static void
+entry_free(struct spec_entry *e)
+{
+	size_t	i;
+
+	for (i = 0; i < e->n; i++)
+		spec_value_free(&e->a[i].val);
+	free(e->a);
+	memset(e, 0, sizeof *e);
+}
+
+void
+spec_matrix_free(struct spec *s)
+{
+	size_t	i, j;
+
+	for (i = 0; i < s->ndims; i++) {
+		for (j = 0; j < s->dims[i].n; j++)
+			spec_value_free(&s->dims[i].vals[j]);
+		free(s->dims[i].vals);
+	}
+	free(s->dims);
+	for (i = 0; i < s->nexcludes; i++)
+		entry_free(&s->excludes[i]);
+	free(s->excludes);
+	for (i = 0; i < s->nincludes; i++)
+		entry_free(&s->includes[i]);
+	free(s->includes);
+	entry_free(&s->baseline);
+	for (i = 0; i < s->nconfigs; i++)
+		free(s->configs[i].v);
+	free(s->configs);
+	free(s->varied);
+}
+
+int
+spec_has_baseline(const struct spec *s)
+{
+	return s->has_baseline && !s->baseline.bad;
+}
+
+int
+spec_baseline_matches(const struct spec *s, size_t config)
+{
+	if (config >= s->nconfigs)
+		fatalx("spec_baseline_matches: %zu out of range", config);
+	return baseline_matches(s, &s->configs[config]);
+}
