@@ -1,0 +1,107 @@
+/*
+ * The kernels of the linear layers besides cuBLASLt (gemm.cu): the GEMM
+ * fallback, a bias its epilogue cannot read, and the column sums of the
+ * bias and LayerNorm weight gradients.
+ */
+#ifndef CADRE_CUDA_KERNELS_LINEAR_CUH
+#define CADRE_CUDA_KERNELS_LINEAR_CUH
+
+#include "kernels.cuh"
+
+/* ---------------------------------------------------------------- GEMM fallback */
+
+/*
+ * Row-major C = alpha op(A) op(B) + beta C (+ bias per column), one
+ * thread per element, fp32 sums: for the shapes cuBLASLt has no algorithm
+ * for (tiny or oddly aligned products; gemm() in gemm.cu says when).
+ */
+template <typename TA, typename TC>
+__global__ void
+k_gemm_naive(int ta, int tb, int M, int N, int K, const TA *A, int lda,
+    long long sA, const TA *B, int ldb, long long sB, TC *C, int ldc,
+    long long sC, float alpha, float beta, const TC *bias)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	int z = blockIdx.y, r, c;
+	float s = 0.0f;
+
+	if (i >= (size_t)M * N)
+		return;
+	r = (int)(i / N);
+	c = (int)(i % N);
+	A += z * sA;
+	B += z * sB;
+	C += z * sC;
+	for (int k = 0; k < K; k++) {
+		float a = tof(ta ? A[(size_t)k * lda + r] : A[(size_t)r * lda + k]);
+		float b = tof(tb ? B[(size_t)c * ldb + k] : B[(size_t)k * ldb + c]);
+
+		s += a * b;
+	}
+	s *= alpha;
+	if (beta != 0.0f)
+		s += beta * tof(C[(size_t)r * ldc + c]);
+	if (bias != NULL)
+		s += tof(bias[c]);
+	C[(size_t)r * ldc + c] = fromf<TC>(s);
+}
+
+/* C(M,N) += bias(N) per row: for a bias cuBLASLt's epilogue cannot
+ * read (less than 16-byte aligned). */
+template <typename TC>
+__global__ void
+k_add_bias(TC *C, const TC *bias, int M, int N, int ldc)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+
+	if (i >= (size_t)M * N)
+		return;
+	size_t r = i / N;
+	int c = (int)(i % N);
+
+	C[r * ldc + c] = fromf<TC>(tof(C[r * ldc + c]) + tof(bias[c]));
+}
+
+/*
+ * Column sums in two passes, fixed order: partial[c][j] over rows
+ * c*COLSUM_ROWS.. (grid.y = chunks), then k_partials_add adds the chunks
+ * in order into dst (fp32 gradients). With x given, the LayerNorm weight's
+ * gradient dy * xhat goes to pw and dy to pb; else dy to pb alone (a bias).
+ */
+template <typename T>
+__global__ void
+k_colsum_partial(float *pw, float *pb, const T *dy, const T *x,
+    const float *mean, const float *rstd, int N, int C)
+{
+	int j = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
+	int lo = c * COLSUM_ROWS, hi = min(N, lo + COLSUM_ROWS);
+	float sw = 0.0f, sb = 0.0f;
+
+	if (j >= C)
+		return;
+	for (int n = lo; n < hi; n++) {
+		float d = tof(dy[(size_t)n * C + j]);
+
+		sb += d;
+		if (x != NULL)
+			sw += d * (tof(x[(size_t)n * C + j]) - mean[n]) * rstd[n];
+	}
+	pb[(size_t)c * C + j] = sb;
+	if (x != NULL)
+		pw[(size_t)c * C + j] = sw;
+}
+
+static __global__ void
+k_partials_add(float *dst, const float *part, int chunks, int C)
+{
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+	float s = 0.0f;
+
+	if (j >= C)
+		return;
+	for (int c = 0; c < chunks; c++)
+		s += part[(size_t)c * C + j];
+	dst[j] += s;
+}
+
+#endif
