@@ -264,15 +264,6 @@ upper(const char *s)
 }
 
 /* The last component of a key path: "trainer.model" -> "model". */
-static const char *
-short_name(enum spec_key k)
-{
-	const char	*path = spec_key_info(k)->path, *dot;
-
-	dot = strrchr(path, '.');
-	return dot != NULL ? dot + 1 : path;
-}
-
 static int
 plan_table(const struct spec *s, const struct spec_plan *p)
 {
@@ -302,7 +293,7 @@ plan_table(const struct spec *s, const struct spec_plan *p)
 			cols[c].title = titles[c];
 			cols[c].right = c > 0 && c != 7;
 		} else {
-			titlebuf[c - nfixed] = upper(short_name(extra[c -
+			titlebuf[c - nfixed] = upper(spec_key_leaf(extra[c -
 			    nfixed]));
 			cols[c].title = titlebuf[c - nfixed];
 		}

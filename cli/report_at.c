@@ -52,7 +52,8 @@ config_label(const struct report *r, size_t ci)
 	cbuf_init(&b, SIZE_MAX);
 	for (j = 0; j < spec_nvaried(r->spec); j++)
 		cbuf_addf(&b, "%s%s=%s", j > 0 ? " " : "",
-		    short_name(spec_varied(r->spec, j)), r->configs[ci].values[j]);
+		    spec_key_leaf(spec_varied(r->spec, j)),
+		    r->configs[ci].values[j]);
 	if (b.len == 0)
 		cbuf_adds(&b, r->configs[ci].id);
 	return cbuf_detach(&b, NULL);

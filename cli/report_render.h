@@ -34,8 +34,6 @@ char **table_row(struct table *t);
 void table_print_md(const struct table *t, FILE *fp);
 void table_free(struct table *t);
 
-/* The last component of k's path, as a column title. */
-const char *short_name(enum spec_key k);
 
 /* CSV cells ending in ',', or in CRLF when last. */
 void csv_cell(FILE *fp, const char *s, int last);

@@ -201,14 +201,6 @@ table_free(struct table *t)
 	free(t->right);
 }
 
-const char *
-short_name(enum spec_key k)
-{
-	const char	*p = spec_key_info(k)->path, *dot = strrchr(p, '.');
-
-	return dot != NULL ? dot + 1 : p;
-}
-
 /* Varied keys shown as their own columns: all but the fixed ones. */
 static int
 fixed_key(enum spec_key k)
@@ -274,7 +266,7 @@ md_configs(const struct report *r, FILE *fp)
 	for (col = 0; col < nfixed; col++)
 		table_col(&t, col, fixed[col], col > 0 && col < 6);
 	for (j = 0; j < nextra; j++)
-		table_col(&t, col++, short_name(extra[j]), 0);
+		table_col(&t, col++, spec_key_leaf(extra[j]), 0);
 	for (j = 0; j < ntail; j++)
 		table_col(&t, col++, tail[j], 1);
 	if (acc)

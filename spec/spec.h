@@ -170,6 +170,9 @@ struct spec_key_info {
 
 /* The table entry of k; k must be a valid key. */
 const struct spec_key_info *spec_key_info(enum spec_key k);
+/* The last component of k's dotted path ("batch_size" of
+ * trainer.batch_size), for column titles. */
+const char *spec_key_leaf(enum spec_key k);
 /* The key with that dotted path, or -1. */
 int spec_key_lookup(const char *path);
 /* "integer", "duration", "list of words", ... */

@@ -15,12 +15,9 @@
 #include "xmalloc.h"
 #include "spec_check.h"
 
-static void
-node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt, ...)
+void
+spec_node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt,
+    ...)
 {
 	va_list	ap;
 
@@ -224,7 +221,7 @@ check_pair(struct spec_cx *cx, const char *prefix, const struct ynode *key,
 	    (spec_key_lookup(path) >= 0 || is_section(path) ||
 	    spec_key_lookup(key->str) >= 0)) {
 		shown = spec_show(key->str, key->len);
-		node_error(cx, key, "dotted key '%s': dotted paths are only for "
+		spec_node_error(cx, key, "dotted key '%s': dotted paths are only for "
 		    "matrix, exclude, include and report.baseline; write it "
 		    "nested, one level per line", shown);
 		free(shown);
@@ -272,7 +269,7 @@ check_pair(struct spec_cx *cx, const char *prefix, const struct ynode *key,
 	} else if (is_section(path)) {
 		if (val->kind != YNODE_MAP) {
 			got = spec_describe(val);
-			node_error(cx, val, "%s: expected a mapping of keys, got "
+			spec_node_error(cx, val, "%s: expected a mapping of keys, got "
 			    "%s", path, got);
 			free(got);
 		} else

@@ -25,6 +25,10 @@ struct spec_cx {
 	const struct ynode *baseline, *baseline_key;
 };
 
+/* An error at node n (no line and column for NULL). */
+void spec_node_error(struct spec_cx *cx, const struct ynode *n,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* spec_check_value.c */
 int spec_value_parse(struct spec_cx *cx, enum spec_key k,
     const struct ynode *n, struct spec_value *out);

@@ -7,7 +7,6 @@
 #include "config.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,21 +18,6 @@
 #include "strutil.h"
 #include "xmalloc.h"
 #include "spec_check.h"
-
-static void
-node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	diag_vadd(cx->d, DIAG_ERROR, cx->file, n != NULL ? n->line : 0,
-	    n != NULL ? n->col : 0, fmt, ap);
-	va_end(ap);
-}
 
 static int
 looks_numeric(const char *s)
@@ -174,7 +158,7 @@ type_error(struct spec_cx *cx, const struct spec_key_info *ki,
 {
 	char	*exp = expected(ki), *got = spec_describe(n);
 
-	node_error(cx, n, "%s: expected %s, got %s%s", ki->path, exp, got,
+	spec_node_error(cx, n, "%s: expected %s, got %s%s", ki->path, exp, got,
 	    extra != NULL ? extra : "");
 	free(exp);
 	free(got);
@@ -234,29 +218,29 @@ check_path_text(struct spec_cx *cx, const struct spec_key_info *ki,
 	char			*shown;
 
 	if (n->len == 0) {
-		node_error(cx, n, "%s: expected a path, got an empty string",
+		spec_node_error(cx, n, "%s: expected a path, got an empty string",
 		    ki->path);
 		return -1;
 	}
 	if (n->len > SPEC_MAX_PATH) {
-		node_error(cx, n, "%s: paths are limited to %d bytes, got %zu",
+		spec_node_error(cx, n, "%s: paths are limited to %d bytes, got %zu",
 		    ki->path, SPEC_MAX_PATH, n->len);
 		return -1;
 	}
 	for (i = 0; i < n->len; i++) {
 		if (p[i] == '\n' || p[i] == '\r') {
-			node_error(cx, n, "%s: a path must not contain a line "
+			spec_node_error(cx, n, "%s: a path must not contain a line "
 			    "break", ki->path);
 			return -1;
 		}
 		if (p[i] < 0x20 || p[i] == 0x7f) {
-			node_error(cx, n, "%s: a path must not contain control "
+			spec_node_error(cx, n, "%s: a path must not contain control "
 			    "characters (found 0x%02x)", ki->path, p[i]);
 			return -1;
 		}
 	}
 	if (p[0] == '~') {
-		node_error(cx, n, "%s: '~' is not expanded in paths; write the "
+		spec_node_error(cx, n, "%s: '~' is not expanded in paths; write the "
 		    "full path, or $HOME/...", ki->path);
 		return -1;
 	}
@@ -277,7 +261,7 @@ check_path_text(struct spec_cx *cx, const struct spec_key_info *ki,
 			j = i;
 		if (j == i || (p[j] != '/' && p[j] != '\0')) {
 			shown = spec_show(n->str, n->len);
-			node_error(cx, n, "%s: a path may start with $NAME or "
+			spec_node_error(cx, n, "%s: a path may start with $NAME or "
 			    "${NAME}, a variable of the job's environment, "
 			    "then '/'; '%s' does not", ki->path, shown);
 			free(shown);
@@ -297,12 +281,12 @@ check_word_text(struct spec_cx *cx, const struct spec_key_info *ki,
 
 	for (i = 0; i < n->len; i++) {
 		if (p[i] == '\n' || p[i] == '\r') {
-			node_error(cx, n, "%s: a scheduler word must not contain "
+			spec_node_error(cx, n, "%s: a scheduler word must not contain "
 			    "a line break", ki->path);
 			return -1;
 		}
 		if (p[i] < 0x20 || p[i] == 0x7f) {
-			node_error(cx, n, "%s: a scheduler word must be printable "
+			spec_node_error(cx, n, "%s: a scheduler word must be printable "
 			    "(found control character 0x%02x)", ki->path, p[i]);
 			return -1;
 		}
@@ -310,12 +294,12 @@ check_word_text(struct spec_cx *cx, const struct spec_key_info *ki,
 			blank = 0;
 	}
 	if (blank) {
-		node_error(cx, n, "%s: a scheduler word must not be empty or "
+		spec_node_error(cx, n, "%s: a scheduler word must not be empty or "
 		    "only spaces", ki->path);
 		return -1;
 	}
 	if (n->len > SPEC_MAX_WORD) {
-		node_error(cx, n, "%s: scheduler words are limited to %d bytes, "
+		spec_node_error(cx, n, "%s: scheduler words are limited to %d bytes, "
 		    "got %zu", ki->path, SPEC_MAX_WORD, n->len);
 		return -1;
 	}
@@ -419,7 +403,7 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 	case SPEC_T_SIZE:
 		if (bare_number(n->str)) {
 			shown = spec_show(n->str, n->len);
-			node_error(cx, n, "%s: expected a %s, got the bare number "
+			spec_node_error(cx, n, "%s: expected a %s, got the bare number "
 			    "%s; add a unit, e.g. %s", ki->path,
 			    ki->type == SPEC_T_DURATION ? "duration" : "size",
 			    shown, ki->type == SPEC_T_DURATION ? "90s or 20m" :
@@ -444,7 +428,7 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 			spec_add_bound(&b, ki->type, ki->max);
 			exp = cbuf_detach(&b, NULL);
 			shown = spec_show(n->str, n->len);
-			node_error(cx, n, "%s: expected a %s from %s, got %s",
+			spec_node_error(cx, n, "%s: expected a %s from %s, got %s",
 			    ki->path, ki->type == SPEC_T_DURATION ? "duration" :
 			    "size", exp, shown);
 			free(shown);
@@ -460,7 +444,7 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 		break;
 	case SPEC_T_TEXT:
 		if ((int64_t)n->len > ki->max) {
-			node_error(cx, n, "%s: text is limited to %" PRId64
+			spec_node_error(cx, n, "%s: text is limited to %" PRId64
 			    " bytes, got %zu", ki->path, ki->max, n->len);
 			return -1;
 		}
@@ -514,7 +498,7 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 		return -1;
 	}
 	if ((int64_t)n->n > ki->max) {
-		node_error(cx, n, "%s: at most %" PRId64 " items, got %zu",
+		spec_node_error(cx, n, "%s: at most %" PRId64 " items, got %zu",
 		    ki->path, ki->max, n->n);
 		return -1;
 	}
@@ -548,7 +532,7 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 				shown = ki->type == SPEC_T_DURATIONS ?
 				    spec_show(it->str, strlen(it->str)) :
 				    spec_show(v.s, strlen(v.s));
-				node_error(cx, it, "%s: '%s' is listed twice",
+				spec_node_error(cx, it, "%s: '%s' is listed twice",
 				    ki->path, shown);
 				free(shown);
 				free(v.s);
@@ -575,7 +559,7 @@ spec_value_parse(struct spec_cx *cx, enum spec_key k, const struct ynode *n,
 	if (k == SPEC_K_VERSION && (n->kind != YNODE_SCALAR || !n->plain ||
 	    strcmp(n->str, "1") != 0)) {
 		got = spec_describe(n);
-		node_error(cx, n, "version: this cadre reads spec version %d, "
+		spec_node_error(cx, n, "version: this cadre reads spec version %d, "
 		    "got %s", SPEC_VERSION, got);
 		free(got);
 		rc = -1;

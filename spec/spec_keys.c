@@ -295,6 +295,14 @@ spec_key_info(enum spec_key k)
 	return &keys[k];
 }
 
+const char *
+spec_key_leaf(enum spec_key k)
+{
+	const char	*path = spec_key_info(k)->path, *dot = strrchr(path, '.');
+
+	return dot != NULL ? dot + 1 : path;
+}
+
 int
 spec_key_lookup(const char *path)
 {

@@ -5,7 +5,6 @@
  */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,20 +15,6 @@
 #include "spec_matrix.h"
 
 #define SHOW_VALUES	10	/* matrix values listed in a message */
-
-static void
-node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-node_error(struct spec_cx *cx, const struct ynode *n, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	diag_vadd(cx->d, DIAG_ERROR, cx->file, n->line, n->col, fmt, ap);
-	va_end(ap);
-}
 
 /* ------------------------------------------------------------ values of a dim */
 
@@ -132,7 +117,7 @@ parse_item(struct spec_cx *cx, const char *where, enum spec_key k,
 {
 	memset(v, 0, sizeof *v);
 	if (k == SPEC_K_MODEL && n->kind == YNODE_MAP) {
-		node_error(cx, n, "%s: trainer.model: only presets can vary "
+		spec_node_error(cx, n, "%s: trainer.model: only presets can vary "
 		    "here; write the explicit dimensions under trainer.model",
 		    where);
 		v->bad = 1;
@@ -159,34 +144,34 @@ parse_dim(struct spec_cx *cx, const struct ynode *key, const struct ynode *val)
 		sugg = diags_full(cx->d) ? NULL :
 		    spec_suggest_path(key->str, SPEC_F_MATRIX);
 		if (sugg != NULL)
-			node_error(cx, key, "matrix: unknown key '%s' (did you "
+			spec_node_error(cx, key, "matrix: unknown key '%s' (did you "
 			    "mean '%s'?)", shown, sugg);
 		else
-			node_error(cx, key, "matrix: unknown key '%s'; matrix "
+			spec_node_error(cx, key, "matrix: unknown key '%s'; matrix "
 			    "keys are dotted paths such as trainer.batch_size "
 			    "('cadre keys' marks the keys that can vary)", shown);
 		goto bad;
 	}
 	ki = spec_key_info(k);
 	if (!(ki->flags & SPEC_F_MATRIX)) {
-		node_error(cx, key, "matrix: %s cannot vary in a matrix ('cadre "
+		spec_node_error(cx, key, "matrix: %s cannot vary in a matrix ('cadre "
 		    "keys' marks the keys that can)", ki->path);
 		goto bad;
 	}
 	if (val->kind != YNODE_SEQ) {
 		got = spec_describe(val);
-		node_error(cx, val, "matrix: %s: expected a list of values, "
+		spec_node_error(cx, val, "matrix: %s: expected a list of values, "
 		    "e.g. [a, b], got %s", ki->path, got);
 		free(got);
 		goto bad;
 	}
 	if (val->n == 0) {
-		node_error(cx, val, "matrix: %s: the list is empty; give at "
+		spec_node_error(cx, val, "matrix: %s: the list is empty; give at "
 		    "least one value", ki->path);
 		goto bad;
 	}
 	if (s->ndims == SPEC_MAX_MATRIX_KEYS) {
-		node_error(cx, key, "matrix: more than %d keys",
+		spec_node_error(cx, key, "matrix: more than %d keys",
 		    SPEC_MAX_MATRIX_KEYS);
 		goto bad;
 	}
@@ -247,7 +232,7 @@ parse_matrix(struct spec_cx *cx)
 
 	if (m->kind != YNODE_MAP) {
 		got = spec_describe(m);
-		node_error(cx, m, "matrix: expected a mapping of dotted keys to "
+		spec_node_error(cx, m, "matrix: expected a mapping of dotted keys to "
 		    "lists of values, e.g. trainer.batch_size: [32, 64], got %s",
 		    got);
 		free(got);
@@ -311,14 +296,14 @@ parse_entry(struct spec_cx *cx, enum entry_kind kind, const char *where,
 	e->col = n->col;
 	if (n->kind != YNODE_MAP) {
 		got = spec_describe(n);
-		node_error(cx, n, "%s: expected an entry such as {%s: 4}, got %s",
+		spec_node_error(cx, n, "%s: expected an entry such as {%s: 4}, got %s",
 		    where, "resources.nodes", got);
 		free(got);
 		e->bad = 1;
 		return;
 	}
 	if (n->n == 0 && kind != ENTRY_INCLUDE) {
-		node_error(cx, n, "%s: the entry is empty; it would match every "
+		spec_node_error(cx, n, "%s: the entry is empty; it would match every "
 		    "configuration", where);
 		e->bad = 1;
 		return;
@@ -335,10 +320,10 @@ parse_entry(struct spec_cx *cx, enum entry_kind kind, const char *where,
 			    spec_suggest_path(key->str, SPEC_F_MATRIX) :
 			    suggest_dim(s, key->str);
 			if (sugg != NULL)
-				node_error(cx, key, "%s: unknown key '%s' (did "
+				spec_node_error(cx, key, "%s: unknown key '%s' (did "
 				    "you mean '%s'?)", where, shown, sugg);
 			else
-				node_error(cx, key, "%s: unknown key '%s'; keys "
+				spec_node_error(cx, key, "%s: unknown key '%s'; keys "
 				    "here are dotted paths such as "
 				    "resources.nodes", where, shown);
 			e->bad = 1;
@@ -347,7 +332,7 @@ parse_entry(struct spec_cx *cx, enum entry_kind kind, const char *where,
 		}
 		free(shown);
 		if (!(spec_key_info(k)->flags & SPEC_F_MATRIX)) {
-			node_error(cx, key, "%s: %s cannot vary between "
+			spec_node_error(cx, key, "%s: %s cannot vary between "
 			    "configurations ('cadre keys' marks the keys that "
 			    "can)", where, spec_key_info(k)->path);
 			e->bad = 1;
@@ -358,7 +343,7 @@ parse_entry(struct spec_cx *cx, enum entry_kind kind, const char *where,
 		a->dim = find_dim(s, k);
 		a->vidx = SIZE_MAX;
 		if (kind == ENTRY_EXCLUDE && a->dim == SIZE_MAX) {
-			node_error(cx, key, "%s: %s is not a matrix key; an "
+			spec_node_error(cx, key, "%s: %s is not a matrix key; an "
 			    "exclude entry can only name keys under matrix",
 			    where, spec_key_info(k)->path);
 			e->bad = 1;
@@ -396,7 +381,7 @@ parse_entries(struct spec_cx *cx, enum entry_kind kind,
 
 	if (list->kind != YNODE_SEQ) {
 		got = spec_describe(list);
-		node_error(cx, list, "%s: expected a list of entries such as "
+		spec_node_error(cx, list, "%s: expected a list of entries such as "
 		    "- {resources.nodes: 4, resources.gpus_per_node: 1}, got %s",
 		    where, got);
 		free(got);
@@ -426,7 +411,7 @@ spec_matrix_parse(struct spec_cx *cx)
 	}
 	if (cx->exclude != NULL) {
 		if (cx->matrix == NULL) {
-			node_error(cx, cx->exclude_key, "exclude: there is no "
+			spec_node_error(cx, cx->exclude_key, "exclude: there is no "
 			    "matrix to exclude from");
 			s->matrix_bad = 1;
 		} else

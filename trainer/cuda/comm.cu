@@ -30,7 +30,7 @@ bucket_allreduce(struct gpu_trainer *g, size_t lo, size_t hi)
 	CK(cudaStreamWaitEvent(g->sc, ev, 0));
 	if (ncclAllReduce(g->g + lo, g->g + lo, hi - lo, ncclFloat, ncclSum, g->comm,
 	    g->sc) != ncclSuccess)
-		gpu_die(__FILE__, __LINE__, "ncclAllReduce", "failed");
+		gpu_die(__FILE__, __LINE__, "ncclAllReduce", "returned an error");
 #else
 	(void)g;
 	(void)lo;
