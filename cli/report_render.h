@@ -34,7 +34,6 @@ char **table_row(struct table *t);
 void table_print_md(const struct table *t, FILE *fp);
 void table_free(struct table *t);
 
-
 /* CSV cells ending in ',', or in CRLF when last. */
 void csv_cell(FILE *fp, const char *s, int last);
 void csv_num(FILE *fp, double v);
