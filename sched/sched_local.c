@@ -48,7 +48,6 @@
 
 #include <jansson.h>
 
-#include "buf.h"
 #include "error.h"
 #include "jobscript.h"
 #include "json.h"
@@ -965,43 +964,6 @@ local_cancel(struct sched *s, const char *id)
 	return 0;
 }
 
-static int
-local_requeue(struct sched *s, const char *id)
-{
-	(void)s;
-	(void)id;
-	return CADRE_ERR_UNSUPPORTED;
-}
-
-static int
-local_describe(struct sched *s, const char *id, char **text)
-{
-	struct local		*l = s->priv;
-	struct cbuf		 b;
-	char			*path = NULL;
-	pid_t			 pid;
-	unsigned long long	 ticks;
-	int			 r;
-
-	*text = NULL;
-	cbuf_init(&b, LOCAL_RECORD_MAX + 256);
-	xasprintf(&path, "%s/%s.json", l->dir, id);
-	if ((r = cbuf_read_file(&b, path)) != 0) {
-		if (r == CADRE_ERR_SYSTEM && errno == ENOENT)
-			r = CADRE_ERR_NOT_FOUND;
-		goto out;
-	}
-	if (!is_dry_id(id) && parse_id(id, &pid, &ticks) == 0)
-		cbuf_addf(&b, "supervisor: pid %ld, %s\n", (long)pid,
-		    proc_alive(pid, ticks) ? "running" : "gone");
-	*text = cbuf_detach(&b, NULL);
-	r = 0;
-out:
-	cbuf_free(&b);
-	free(path);
-	return r;
-}
-
 /* The newest record of job_name whose job has not ended. */
 static int
 local_find(struct sched *s, const char *job_name, char **job_id)
@@ -1058,7 +1020,5 @@ const struct sched_ops sched_local_ops = {
 	.poll = local_poll,
 	.poll_batch = 0,
 	.cancel = local_cancel,
-	.requeue = local_requeue,
-	.describe = local_describe,
 	.find = local_find,
 };

@@ -1,5 +1,5 @@
 /*
- * The pbs backend: qsub, `qstat -x -f -F json`, qdel and qrerun, run as
+ * The pbs backend: qsub, `qstat -x -f -F json` and qdel, run as
  * argv arrays (sched_run_cmd(), no shell). -x asks for finished jobs too
  * (job history); a server without history forgets them like Slurm does,
  * and such a job is SCHED_UNKNOWN: the run dir's status.json decides.
@@ -283,9 +283,9 @@ out:
 }
 
 static int
-pbs_job_cmd(struct sched *s, const char *cmd, const char *job_id)
+pbs_cancel(struct sched *s, const char *job_id)
 {
-	char	*av[] = { (char *)cmd, (char *)job_id, NULL };
+	char	*av[] = { (char *)"qdel", (char *)job_id, NULL };
 	char	*err = NULL;
 	int	 r, status;
 
@@ -296,40 +296,9 @@ pbs_job_cmd(struct sched *s, const char *cmd, const char *job_id)
 		else if (err != NULL && strstr(err, "Job has finished") != NULL)
 			r = 0;
 		else {
-			log_warn("%s %s failed: %s", cmd, job_id,
-			    first_line(err));
+			log_warn("qdel %s failed: %s", job_id, first_line(err));
 			r = CADRE_ERR_INVALID;
 		}
-	}
-	free(err);
-	return r;
-}
-
-static int
-pbs_cancel(struct sched *s, const char *job_id)
-{
-	return pbs_job_cmd(s, "qdel", job_id);
-}
-
-static int
-pbs_requeue(struct sched *s, const char *job_id)
-{
-	return pbs_job_cmd(s, "qrerun", job_id);
-}
-
-static int
-pbs_describe(struct sched *s, const char *job_id, char **text)
-{
-	char	*av[] = { (char *)"qstat", (char *)"-x", (char *)"-f",
-		    (char *)job_id, NULL };
-	char	*err = NULL;
-	int	 r, status;
-
-	r = sched_run_cmd(&s->cfg, av, PBS_OUT_MAX, &status, text, &err);
-	if (r == 0 && status != 0) {
-		free(*text);
-		*text = NULL;
-		r = only_unknown(err) ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
 	}
 	free(err);
 	return r;
@@ -341,6 +310,4 @@ const struct sched_ops sched_pbs_ops = {
 	.poll = pbs_poll_batch,
 	.poll_batch = PBS_POLL_BATCH,
 	.cancel = pbs_cancel,
-	.requeue = pbs_requeue,
-	.describe = pbs_describe,
 };

@@ -1,5 +1,5 @@
 /*
- * The slurm backend: sbatch, squeue, scontrol and scancel, run as argv
+ * The slurm backend: sbatch, squeue and scancel, run as argv
  * arrays (sched_run_cmd(), no shell). Works without accounting storage:
  * states come from squeue, which forgets a job MinJobAge after it ends;
  * such a job is SCHED_UNKNOWN and the run dir's status.json decides.
@@ -20,7 +20,6 @@
 #include "xmalloc.h"
 
 #define SLURM_OUT_MAX		((size_t)64 << 20)	/* bytes of squeue output */
-#define SLURM_DESCRIBE_MAX	((size_t)1 << 20)
 #define SLURM_POLL_BATCH	500	/* job ids per squeue call */
 #define SLURM_SUBMIT_MAX	4096	/* bytes of sbatch's answer */
 
@@ -317,11 +316,10 @@ out:
 	return r;
 }
 
-/* Runs a command on one job: scancel JOBID, scontrol requeue JOBID. */
 static int
-slurm_job_cmd(struct sched *s, char **av, const char *what,
-    const char *job_id)
+slurm_cancel(struct sched *s, const char *job_id)
 {
+	char	*av[] = { (char *)"scancel", (char *)job_id, NULL };
 	char	*err = NULL;
 	int	 r, status;
 
@@ -330,47 +328,10 @@ slurm_job_cmd(struct sched *s, char **av, const char *what,
 		if (err != NULL && strstr(err, "Invalid job id") != NULL)
 			r = CADRE_ERR_NOT_FOUND;
 		else {
-			log_warn("%s %s failed: %s", what, job_id,
+			log_warn("scancel %s failed: %s", job_id,
 			    first_line(err));
 			r = transient(err) ? CADRE_ERR_BUSY : CADRE_ERR_INVALID;
 		}
-	}
-	free(err);
-	return r;
-}
-
-static int
-slurm_cancel(struct sched *s, const char *job_id)
-{
-	char	*av[] = { (char *)"scancel", (char *)job_id, NULL };
-
-	return slurm_job_cmd(s, av, "scancel", job_id);
-}
-
-static int
-slurm_requeue(struct sched *s, const char *job_id)
-{
-	char	*av[] = { (char *)"scontrol", (char *)"requeue",
-		    (char *)job_id, NULL };
-
-	return slurm_job_cmd(s, av, "scontrol requeue", job_id);
-}
-
-static int
-slurm_describe(struct sched *s, const char *job_id, char **text)
-{
-	char	*av[] = { (char *)"scontrol", (char *)"show", (char *)"job",
-		    (char *)job_id, NULL };
-	char	*err = NULL;
-	int	 r, status;
-
-	r = sched_run_cmd(&s->cfg, av, SLURM_DESCRIBE_MAX, &status, text,
-	    &err);
-	if (r == 0 && status != 0) {
-		free(*text);
-		*text = NULL;
-		r = (err != NULL && strstr(err, "Invalid job id") != NULL) ?
-		    CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
 	}
 	free(err);
 	return r;
@@ -436,7 +397,5 @@ const struct sched_ops sched_slurm_ops = {
 	.poll = slurm_poll_batch,
 	.poll_batch = SLURM_POLL_BATCH,
 	.cancel = slurm_cancel,
-	.requeue = slurm_requeue,
-	.describe = slurm_describe,
 	.find = slurm_find,
 };

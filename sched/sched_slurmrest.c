@@ -5,8 +5,8 @@
  * never logged; without one (rest_auth/local) slurmrestd trusts the
  * socket's peer, which must then run as slurmrestd's user.
  *
- * API v0.0.38 has no requeue: the daemon submits anew. Extra sbatch words
- * have no place in its job properties and are refused.
+ * Extra sbatch words have no place in API v0.0.38's job properties and are
+ * refused.
  */
 #include "config.h"
 
@@ -465,28 +465,6 @@ rest_cancel(struct sched *s, const char *job_id)
 	return r;
 }
 
-static int
-rest_describe(struct sched *s, const char *job_id, char **text)
-{
-	json_t	*reply = NULL, *jobs;
-	char	*path = NULL, msg[SCHED_REASON_MAX];
-	long	 status;
-	int	 r;
-
-	xasprintf(&path, "/job/%s", job_id);
-	r = rest_request(s, "GET", path, NULL, &status, &reply);
-	free(path);
-	if (r != 0)
-		return r;
-	if (rest_error(reply, msg, sizeof msg) == REST_ERR_INVALID_JOB)
-		r = CADRE_ERR_NOT_FOUND;
-	else if ((jobs = json_object_get(reply, "jobs")) == NULL ||
-	    (*text = json_dumps(jobs, JSON_INDENT(2) | JSON_SORT_KEYS)) == NULL)
-		r = CADRE_ERR_PROTOCOL;
-	json_decref(reply);
-	return r;
-}
-
 const struct sched_ops sched_slurmrest_ops = {
 	.name = "slurm-rest",
 	.init = rest_init,
@@ -494,6 +472,4 @@ const struct sched_ops sched_slurmrest_ops = {
 	.submit = rest_submit,
 	.poll = rest_poll,
 	.cancel = rest_cancel,
-	.requeue = NULL,
-	.describe = rest_describe,
 };

@@ -163,27 +163,6 @@ sched_cancel(struct sched *s, const char *job_id)
 }
 
 int
-sched_requeue(struct sched *s, const char *job_id)
-{
-	if (!sched_job_id_ok(job_id))
-		return CADRE_ERR_INVALID;
-	if (s->ops->requeue == NULL)
-		return CADRE_ERR_UNSUPPORTED;
-	return s->ops->requeue(s, job_id);
-}
-
-int
-sched_describe(struct sched *s, const char *job_id, char **text)
-{
-	*text = NULL;
-	if (!sched_job_id_ok(job_id))
-		return CADRE_ERR_INVALID;
-	if (s->ops->describe == NULL)
-		return CADRE_ERR_UNSUPPORTED;
-	return s->ops->describe(s, job_id, text);
-}
-
-int
 sched_find(struct sched *s, const char *job_name, char **job_id)
 {
 	*job_id = NULL;

@@ -104,13 +104,6 @@ struct sched_ops {
 			    size_t n, struct sched_status *out);
 	size_t		  poll_batch;
 	int		(*cancel)(struct sched *s, const char *job_id);
-	/* Puts a job back in the queue under the same id; a backend without
-	 * that returns CADRE_ERR_UNSUPPORTED and the daemon submits anew. */
-	int		(*requeue)(struct sched *s, const char *job_id);
-	/* The scheduler's own full description of a job, for `cadre status
-	 * RUN` and logs; caller frees. */
-	int		(*describe)(struct sched *s, const char *job_id,
-			    char **text);
 	/* The newest job named job_name that has not ended: *job_id, or
 	 * NULL when there is none. After a crash between recording an
 	 * attempt and recording its job id, this tells whether the
@@ -136,8 +129,6 @@ int sched_submit(struct sched *s, const struct sched_job *job, char **job_id);
 int sched_poll(struct sched *s, const char *const *job_ids, size_t n,
     struct sched_status *out);
 int sched_cancel(struct sched *s, const char *job_id);
-int sched_requeue(struct sched *s, const char *job_id);
-int sched_describe(struct sched *s, const char *job_id, char **text);
 int sched_find(struct sched *s, const char *job_name, char **job_id);
 
 /* Whether id is a plausible job id of any backend: 1 to

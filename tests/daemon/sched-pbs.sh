@@ -1,7 +1,7 @@
 #!/bin/sh
-# The pbs backend (sched/sched_pbs.c) against FAKE qsub, qstat, qdel and
-# qrerun (no live PBS server can run here): qsub gets every value as its
-# own argv word and the rendered etc/templates/pbs.sh.in; qstat serves the
+# The pbs backend (sched/sched_pbs.c) against FAKE qsub, qstat and qdel
+# (no live PBS server can run here): qsub gets every value as its own argv
+# word and the rendered etc/templates/pbs.sh.in; qstat serves the
 # hand-written `qstat -x -f -F json` reply in tests/daemon/pbs/ and says
 # "Unknown Job Id" for the rest, as PBS does; each job's state comes out
 # right, unknown ids are "unknown", a failing qstat fails the poll.
@@ -36,7 +36,8 @@ FAKE
 cat > "$bin/qstat" <<'FAKE'
 #!/bin/sh
 # FAKE qstat -x -f -F json ID...: the recorded reply, "Unknown Job Id" for
-# ids not in it; $FAKE_PBS/down: the server cannot be reached.
+# ids not in it; $FAKE_PBS/down: the server cannot be reached. Only the
+# JSON form is faked: asked for another, it fails.
 if [ -e "$FAKE_PBS/down" ]; then
 	echo "Connection refused" >&2
 	echo "qstat: cannot connect to server pbs01 (errno=111)" >&2
@@ -57,23 +58,23 @@ for a; do
 		;;
 	esac
 done
-if [ $any -eq 1 ]; then
-	if [ $json -eq 1 ]; then cat "$FAKE_PBS/qstat.json"; else echo "Job Id: $a"; fi
+if [ $json -eq 0 ]; then
+	echo "qstat: the fake answers -F json only" >&2
+	exit 2
 fi
+[ $any -eq 1 ] && cat "$FAKE_PBS/qstat.json"
 exit $rc
 FAKE
-for c in qdel qrerun; do
-	cat > "$bin/$c" <<FAKE
+cat > "$bin/qdel" <<'FAKE'
 #!/bin/sh
-# FAKE $c ID: known ids are those of the recorded reply.
-if grep -q "\"\$1\":{" "\$FAKE_PBS/qstat.json"; then
-	echo "\$1" >> "\$FAKE_PBS/$c.log"
+# FAKE qdel ID: known ids are those of the recorded reply.
+if grep -q "\"$1\":{" "$FAKE_PBS/qstat.json"; then
+	echo "$1" >> "$FAKE_PBS/qdel.log"
 	exit 0
 fi
-echo "$c: Unknown Job Id \$1" >&2
+echo "qdel: Unknown Job Id $1" >&2
 exit 153
 FAKE
-done
 chmod 0755 "$bin"/*
 SCHEDTOOL_BACKEND=pbs
 SCHEDTOOL_BINDIR=$bin
@@ -139,13 +140,10 @@ check "poll: reason" "$(grep '^102' "$work/poll" | cut -d' ' -f5-)" \
     "Not Running: Insufficient amount of resource: ncpus (R: 4 A: 0 T: 4)"
 check "poll: only unknown ids" "$("$tool" poll 998.pbs01 999.pbs01 | cut -d' ' -f2 | tr '\n' ' ')" \
     "unknown unknown "
-check "describe" "$("$tool" describe 103.pbs01)" "Job Id: 103.pbs01"
 
-# ---------------------------------------------------------------- cancel, requeue
-"$tool" cancel 101.pbs01 && "$tool" requeue 101.pbs01 || fail "qdel/qrerun"
-check "qdel and qrerun got the id" "$(cat "$FAKE_PBS/qdel.log" "$FAKE_PBS/qrerun.log")" \
-    "101.pbs01
-101.pbs01"
+# ---------------------------------------------------------------- cancel
+"$tool" cancel 101.pbs01 || fail "qdel"
+check "qdel got the id" "$(cat "$FAKE_PBS/qdel.log")" 101.pbs01
 if "$tool" cancel 999.pbs01 2>/dev/null; then
 	fail "cancel of an unknown job succeeded"
 else

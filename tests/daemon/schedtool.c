@@ -6,7 +6,7 @@
  *   schedtool submit TEMPLATES SPEC RUN_INDEX RUN_DIR   renders RUN_DIR/job.sh,
  *                                                       prints the job id
  *   schedtool poll JOB_ID...      one line each: ID STATE EXIT SIGNAL [REASON]
- *   schedtool cancel|requeue|describe JOB_ID
+ *   schedtool cancel JOB_ID
  *   schedtool find JOB_NAME       the newest live job of that name, or none
  *   schedtool notify MS URL BODY [URL BODY]...   posts through notify.c,
  *                                 polls up to MS ms in 100 ms slices (or
@@ -40,7 +40,7 @@ static int
 usage(void)
 {
 	fprintf(stderr, "usage: schedtool render|train-json|submit|poll|cancel|"
-	    "requeue|describe|find|notify ...\n");
+	    "find|notify ...\n");
 	return 2;
 }
 
@@ -264,15 +264,9 @@ main(int argc, char **argv)
 		r = do_poll(s, argc, argv);
 	else if (strcmp(argv[1], "cancel") == 0 && argc == 3)
 		r = sched_cancel(s, argv[2]) != 0;
-	else if (strcmp(argv[1], "requeue") == 0 && argc == 3)
-		r = sched_requeue(s, argv[2]) != 0;
 	else if (strcmp(argv[1], "find") == 0 && argc == 3) {
 		if ((r = sched_find(s, argv[2], &text) != 0) == 0)
 			printf("%s\n", text != NULL ? text : "none");
-		free(text);
-	} else if (strcmp(argv[1], "describe") == 0 && argc == 3) {
-		if ((r = sched_describe(s, argv[2], &text) != 0) == 0)
-			fputs(text, stdout);
 		free(text);
 	} else
 		r = usage();

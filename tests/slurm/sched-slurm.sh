@@ -3,8 +3,9 @@
 # scripts rendered from a spec (a test template around the real
 # directives) are submitted with sbatch and polled with squeue to done,
 # failed (exit 3), cancelled (scancel) and timeout (1 minute limit, after
-# SIGUSR1 at the grace); a requeued job is queued again; an unknown job id
-# is "unknown"; without slurmctld, poll fails instead. The run dir has a quote, $, % and spaces in its name.
+# SIGUSR1 at the grace); an unknown job id is "unknown"; without
+# slurmctld, poll fails instead. The run dir has a quote, $, % and spaces
+# in its name.
 . "$top_srcdir/tests/slurm/lib.sh"
 tool=$top_builddir/tests/daemon/schedtool
 [ -x "$tool" ] || { echo "FAIL: $tool not built"; exit 99; }
@@ -50,7 +51,6 @@ d_done=$(newrun done 2 'srun -N2 sh -c "echo \$SLURMD_NODENAME" > nodes; echo ok
 d_fail=$(newrun fail 1 'exit 3')
 d_cancel=$(newrun cancel 1 'sleep 300 & wait $!')
 d_limit=$(newrun limit 1 'while :; do sleep 1 & wait $!; done')
-d_requeue=$(newrun requeue 1 'echo run >> runs; sleep 300 & wait $!')
 d_real=$(newrun real 1 '')
 cp "$top_srcdir/tests/slurm/fake-agent" "$work/fake-agent"
 chmod 0755 "$work/fake-agent"
@@ -59,16 +59,15 @@ j_done=$(submit "$d_done" 1) || fail "submit (2 nodes)"
 j_fail=$(submit "$d_fail" 0) || fail "submit (exit 3)"
 j_cancel=$(submit "$d_cancel" 0) || fail "submit (to cancel)"
 j_limit=$(submit "$d_limit" 0) || fail "submit (time limit)"
-j_requeue=$(submit "$d_requeue" 0) || fail "submit (to requeue)"
 # the real template, with a stand-in agent
 j_real=$(SCHEDTOOL_AGENT=$work/fake-agent "$tool" submit \
     "$top_srcdir/etc/templates" "$work/spec.yaml" 1 "$d_real") ||
     fail "submit (real template)"
 [ $failed -eq 0 ] || exit 1
-pass "6 jobs submitted: $j_done $j_fail $j_cancel $j_limit $j_requeue $j_real"
+pass "5 jobs submitted: $j_done $j_fail $j_cancel $j_limit $j_real"
 
 state() { "$tool" poll "$1" | cut -d' ' -f2; }
-# job_nodes JOB: the nodes Slurm gave the job (its NodeList). Six jobs
+# job_nodes JOB: the nodes Slurm gave the job (its NodeList). Five jobs
 # share 4 nodes, so which ones a job gets depends on the others' timing.
 job_nodes() {
 	scontrol show job "$1" 2>/dev/null | sed -n 's/^ *NodeList=//p'
@@ -79,9 +78,10 @@ hostnames() {
 	    sed "s/^/${2-}/" | tr '\n' ' '
 }
 
-# find: the newest live job of a name (runs 0 and 1 have one name each)
-name0=$(sed -n 's/^#SBATCH --job-name=//p' "$d_requeue/job.sh")
-check "find: newest live job of run 0" "$("$tool" find "$name0")" "$j_requeue"
+# find: the newest live job of a name (runs 0 and 1 have one name each;
+# run 0's newest is the time-limit job, alive for a minute)
+name0=$(sed -n 's/^#SBATCH --job-name=//p' "$d_limit/job.sh")
+check "find: newest live job of run 0" "$("$tool" find "$name0")" "$j_limit"
 check "find: no such job" "$("$tool" find cadre-000000000000)" none
 is_state() { [ "$(state "$1")" = "$2" ]; }
 
@@ -89,7 +89,7 @@ is_state() { [ "$(state "$1")" = "$2" ]; }
 # word (with a quote, $ and %) as one argv word.
 check "#SBATCH --signal in job.sh" \
     "$(grep -c '^#SBATCH --signal=B:USR1@45$' "$d_limit/job.sh")" 1
-"$tool" describe "$j_fail" > "$work/desc"
+scontrol show job "$j_fail" > "$work/desc"
 check "extra word reached sbatch whole" \
     "$(sed -n 's/^ *Comment=//p' "$work/desc" | sed 's/ *$//')" \
     "it's \$(id) 50%"
@@ -107,23 +107,6 @@ if wait_for 30 is_state "$j_cancel" cancelled; then
 	pass "cancel: job $j_cancel cancelled"
 else
 	fail "cancel: job $j_cancel $(state "$j_cancel")"
-fi
-
-# requeue a running job: back in the queue (Slurm delays its new start),
-# with one restart counted
-if wait_for 30 is_state "$j_requeue" running; then
-	"$tool" requeue "$j_requeue" || fail "requeue $j_requeue"
-	if wait_for 30 is_state "$j_requeue" queued; then
-		pass "requeue: job $j_requeue queued again"
-	else
-		fail "requeue: job $j_requeue $(state "$j_requeue")"
-	fi
-	check "requeue: restarts" \
-	    "$("$tool" describe "$j_requeue" | grep -o 'Restarts=[0-9]*')" \
-	    "Restarts=1"
-	"$tool" cancel "$j_requeue"
-else
-	fail "job $j_requeue not running"
 fi
 
 check "done: state" "$(wait_for 30 is_state "$j_done" done; state "$j_done")" done

@@ -81,7 +81,7 @@ check "failed: state and exit code" \
     "$(wait_for 30 is_state "$j_fail" failed; rest poll "$j_fail" | cut -d' ' -f2,3)" \
     "failed 3"
 check "time limit from the job properties" \
-    "$(rest describe "$j_done" | sed -n 's/^ *"time_limit": \([0-9]*\),*$/\1/p')" 1
+    "$(scontrol show job "$j_done" | grep -o 'TimeLimit=[^ ]*')" "TimeLimit=00:01:00"
 if wait_for 30 is_state "$j_cancel" running; then
 	rest cancel "$j_cancel" || fail "cancel $j_cancel"
 	check "cancelled" \

@@ -308,7 +308,6 @@ START_TEST(test_rest_open)
 	ck_assert_int_eq(sched_open("slurm-rest", &cfg, &s), CADRE_ERR_INVALID);
 	cfg.rest_url = "unix:///run/x.sock";
 	ck_assert_int_eq(sched_open("slurm-rest", &cfg, &s), 0);
-	ck_assert_int_eq(sched_requeue(s, "1"), CADRE_ERR_UNSUPPORTED);
 	sched_close(s);
 	cfg.rest_url = "https://slurm.example.org:6820/";
 	ck_assert_int_eq(sched_open("slurm-rest", &cfg, &s), 0);
