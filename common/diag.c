@@ -89,17 +89,6 @@ diag_vadd(struct diags *d, enum diag_severity sev, const char *file,
 }
 
 void
-diag_add(struct diags *d, enum diag_severity sev, const char *file,
-    size_t line, size_t col, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	diag_vadd(d, sev, file, line, col, fmt, ap);
-	va_end(ap);
-}
-
-void
 diag_error(struct diags *d, const char *file, size_t line, size_t col,
     const char *fmt, ...)
 {

@@ -39,9 +39,6 @@ void diags_clear(struct diags *d);
 
 /* Adds one diagnostic. line 0 means no position. An exact repeat of a kept
  * diagnostic (same file, position, severity and text) is ignored. */
-void diag_add(struct diags *d, enum diag_severity sev, const char *file,
-    size_t line, size_t col, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
 void diag_vadd(struct diags *d, enum diag_severity sev, const char *file,
     size_t line, size_t col, const char *fmt, va_list ap)
 	__attribute__((format(printf, 6, 0)));
