@@ -111,14 +111,6 @@ log_level_parse(const char *s, enum log_level *level)
 	return CADRE_ERR_INVALID;
 }
 
-const char *
-log_level_name(enum log_level level)
-{
-	if ((int)level < LOG_LEVEL_ERROR || level > LOG_LEVEL_DEBUG)
-		return "unknown";
-	return log_names[level];
-}
-
 /* Formats and emits one message; errstr, when not NULL, is appended. */
 static void
 log_emit(enum log_level level, const char *errstr, const char *fmt,

@@ -22,7 +22,6 @@ void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 /* "error", "warn", "notice", "info", "debug" -> 0 and *level, else CADRE_ERR_INVALID. */
 int log_level_parse(const char *s, enum log_level *level);
-const char *log_level_name(enum log_level level);
 
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
