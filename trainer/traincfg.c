@@ -142,12 +142,6 @@ traincfg_precision_name(enum train_precision p)
 	return prec_names[p];
 }
 
-const char *
-traincfg_device_name(enum train_device d)
-{
-	return device_names[d];
-}
-
 static const char *
 type_name(enum tj_type t)
 {

@@ -68,6 +68,5 @@ int traincfg_expand_paths(struct train_config *c, char *err, size_t errlen);
 
 const char *traincfg_task_name(enum train_task t);
 const char *traincfg_precision_name(enum train_precision p);
-const char *traincfg_device_name(enum train_device d);
 
 #endif
