@@ -117,7 +117,7 @@ eval_model(const char *dir, const char *data, const struct shard_info *si,
 
 /* The figures of ev (evaluate()'s) as members of the current line. */
 static void
-mx_eval_figures(struct metrics *mx, int pretrain, const double ev[6])
+mx_eval_figures(struct metrics_writer *mx, int pretrain, const double ev[6])
 {
 	double	mlm_loss = ev[2] > 0 ? ev[0] / ev[2] : 0.0;
 	double	mlm_acc = ev[2] > 0 ? ev[1] / ev[2] : 0.0;
@@ -266,7 +266,7 @@ eval_run_dir(const char *run_dir, const char *data, const char *out,
 {
 	const struct shard_info	*si;
 	struct loader		*l;
-	struct metrics		*mx = NULL;
+	struct metrics_writer	*mx = NULL;
 	struct timed		*t;
 	struct bert_model	 m;
 	struct ckpt_state	 st;

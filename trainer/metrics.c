@@ -17,14 +17,15 @@
 /* A line is a few hundred bytes; the bound only catches a runaway. */
 #define METRICS_LINE_MAX	(64 * 1024)
 
-struct metrics {
+struct metrics_writer {
 	int		fd;
 	struct cbuf	line;
 	int		first;	/* no member yet at this level */
 };
 
 int
-metrics_open(const char *out, struct metrics **mp, char *err, size_t errlen)
+metrics_open(const char *out, struct metrics_writer **mp, char *err,
+    size_t errlen)
 {
 	char	*path;
 	int	 rc;
@@ -36,13 +37,13 @@ metrics_open(const char *out, struct metrics **mp, char *err, size_t errlen)
 }
 
 int
-metrics_open_file(const char *path, struct metrics **mp, char *err,
+metrics_open_file(const char *path, struct metrics_writer **mp, char *err,
     size_t errlen)
 {
-	struct metrics	*m;
-	struct stat	 st;
-	char		 c;
-	int		 fd;
+	struct metrics_writer	*m;
+	struct stat		 st;
+	char			 c;
+	int			 fd;
 
 	*mp = NULL;
 	if ((fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) == -1) {
@@ -65,7 +66,7 @@ metrics_open_file(const char *path, struct metrics **mp, char *err,
 }
 
 void
-metrics_close(struct metrics *m)
+metrics_close(struct metrics_writer *m)
 {
 	if (m == NULL)
 		return;
@@ -95,7 +96,7 @@ json_str(struct cbuf *b, const char *s)
 }
 
 static void
-key(struct metrics *m, const char *k)
+key(struct metrics_writer *m, const char *k)
 {
 	if (!m->first)
 		cbuf_addc(&m->line, ',');
@@ -105,7 +106,7 @@ key(struct metrics *m, const char *k)
 }
 
 void
-mx_begin(struct metrics *m, const char *event)
+mx_begin(struct metrics_writer *m, const char *event)
 {
 	cbuf_reset(&m->line);
 	cbuf_addc(&m->line, '{');
@@ -115,14 +116,14 @@ mx_begin(struct metrics *m, const char *event)
 }
 
 void
-mx_int(struct metrics *m, const char *k, int64_t v)
+mx_int(struct metrics_writer *m, const char *k, int64_t v)
 {
 	key(m, k);
 	cbuf_addf(&m->line, "%lld", (long long)v);
 }
 
 void
-mx_num(struct metrics *m, const char *k, double v)
+mx_num(struct metrics_writer *m, const char *k, double v)
 {
 	key(m, k);
 	if (isfinite(v))
@@ -132,21 +133,21 @@ mx_num(struct metrics *m, const char *k, double v)
 }
 
 void
-mx_null(struct metrics *m, const char *k)
+mx_null(struct metrics_writer *m, const char *k)
 {
 	key(m, k);
 	cbuf_adds(&m->line, "null");
 }
 
 void
-mx_bool(struct metrics *m, const char *k, int v)
+mx_bool(struct metrics_writer *m, const char *k, int v)
 {
 	key(m, k);
 	cbuf_adds(&m->line, v ? "true" : "false");
 }
 
 void
-mx_str(struct metrics *m, const char *k, const char *v)
+mx_str(struct metrics_writer *m, const char *k, const char *v)
 {
 	key(m, k);
 	if (v == NULL)
@@ -156,7 +157,7 @@ mx_str(struct metrics *m, const char *k, const char *v)
 }
 
 void
-mx_obj_begin(struct metrics *m, const char *k)
+mx_obj_begin(struct metrics_writer *m, const char *k)
 {
 	key(m, k);
 	cbuf_addc(&m->line, '{');
@@ -164,14 +165,14 @@ mx_obj_begin(struct metrics *m, const char *k)
 }
 
 void
-mx_obj_end(struct metrics *m)
+mx_obj_end(struct metrics_writer *m)
 {
 	cbuf_addc(&m->line, '}');
 	m->first = 0;
 }
 
 int
-mx_end(struct metrics *m)
+mx_end(struct metrics_writer *m)
 {
 	size_t	off = 0;
 	ssize_t	n;

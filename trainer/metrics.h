@@ -7,28 +7,29 @@
 
 #include <stdint.h>
 
-struct metrics;
+struct metrics_writer;
 
 /* Opens OUT/metrics.jsonl for appending (created when missing). A last
  * line left without its newline by a crash is ended first. */
-int metrics_open(const char *out, struct metrics **mp, char *err, size_t errlen);
-/* The same for another file of lines (eval.jsonl). */
-int metrics_open_file(const char *path, struct metrics **mp, char *err,
+int metrics_open(const char *out, struct metrics_writer **mp, char *err,
     size_t errlen);
-void metrics_close(struct metrics *m);
+/* The same for another file of lines (eval.jsonl). */
+int metrics_open_file(const char *path, struct metrics_writer **mp, char *err,
+    size_t errlen);
+void metrics_close(struct metrics_writer *m);
 
 /* A new line: {"event": event, ...; NULL: no event member. */
-void mx_begin(struct metrics *m, const char *event);
-void mx_int(struct metrics *m, const char *key, int64_t v);
+void mx_begin(struct metrics_writer *m, const char *event);
+void mx_int(struct metrics_writer *m, const char *key, int64_t v);
 /* Not finite: null. */
-void mx_num(struct metrics *m, const char *key, double v);
-void mx_null(struct metrics *m, const char *key);
-void mx_bool(struct metrics *m, const char *key, int v);
+void mx_num(struct metrics_writer *m, const char *key, double v);
+void mx_null(struct metrics_writer *m, const char *key);
+void mx_bool(struct metrics_writer *m, const char *key, int v);
 /* NULL: null; escaped as JSON. */
-void mx_str(struct metrics *m, const char *key, const char *v);
-void mx_obj_begin(struct metrics *m, const char *key);
-void mx_obj_end(struct metrics *m);
+void mx_str(struct metrics_writer *m, const char *key, const char *v);
+void mx_obj_begin(struct metrics_writer *m, const char *key);
+void mx_obj_end(struct metrics_writer *m);
 /* Ends the object and appends the line: 0 or CADRE_ERR_SYSTEM (errno). */
-int mx_end(struct metrics *m);
+int mx_end(struct metrics_writer *m);
 
 #endif

@@ -484,7 +484,7 @@ memory_limit(const char **what)
  */
 static void
 check_memory(const struct bert_model *m, int B, int T, int rank,
-    struct metrics *mx, struct dist *d)
+    struct metrics_writer *mx, struct dist *d)
 {
 	const struct bert_config	*c = &m->cfg;
 	const char			*what;
@@ -581,7 +581,7 @@ evaluate(struct bert_model *m, struct loader *l, struct dist *d, int batch,
 }
 
 static void
-mx_checkpoint(struct metrics *mx, const struct ckpt_result *r)
+mx_checkpoint(struct metrics_writer *mx, const struct ckpt_result *r)
 {
 	char path[64];
 
@@ -602,7 +602,7 @@ mx_checkpoint(struct metrics *mx, const struct ckpt_result *r)
 }
 
 static void
-mx_error(struct metrics *mx, const char *kind, const char *msg)
+mx_error(struct metrics_writer *mx, const char *kind, const char *msg)
 {
 	if (mx == NULL)
 		return;
@@ -616,7 +616,8 @@ mx_error(struct metrics *mx, const char *kind, const char *msg)
  * the error (the previous checkpoint is intact: the write went to a
  * temporary directory). */
 static int
-checkpoint_done(struct metrics *mx, const struct ckpt_result *r, int quiet)
+checkpoint_done(struct metrics_writer *mx, const struct ckpt_result *r,
+    int quiet)
 {
 	if (r->error != 0) {
 		log_error("checkpoint at step %lld failed: %s (the previous checkpoint is "
@@ -644,7 +645,7 @@ struct run {
 	struct optim		 o;
 	struct ckpt_state	 st;	/* the counters after the last step */
 	struct ckpt_writer	*w;	/* rank 0 */
-	struct metrics		*mx;	/* rank 0 */
+	struct metrics_writer	*mx;	/* rank 0 */
 	char			*resumed;	/* the checkpoint resumed from */
 	int			 B, A, T, mlm;
 	int64_t			 gB;	/* sequences per optimizer step, all ranks */
@@ -950,7 +951,7 @@ run_resume(struct run *r)
 static void
 mx_start(struct run *r)
 {
-	struct metrics *mx = r->mx;
+	struct metrics_writer *mx = r->mx;
 
 	mx_begin(mx, "start");
 	mx_num(mx, "time", wall_now());
@@ -1075,7 +1076,7 @@ struct interval {
 static void
 mx_step(struct run *r, const struct step_out *so, struct interval *iv)
 {
-	struct metrics		*mx = r->mx;
+	struct metrics_writer	*mx = r->mx;
 	struct loader_pos	 pos;
 	double			 sps = (double)(r->gB * iv->steps) / iv->s;
 	double			 eta = (double)(r->tc.steps - r->st.step) * iv->s /
@@ -1117,7 +1118,7 @@ run_eval_data(struct run *r)
 {
 	struct loader_config	 lc = r->lc;
 	struct loader		*el = NULL;
-	struct metrics		*mx = r->mx;
+	struct metrics_writer	*mx = r->mx;
 	char			 err[1024] = "reading the shards failed";
 	double			 ev[6];
 
@@ -1155,9 +1156,9 @@ static void
 mx_summary(struct run *r, int rc, int64_t start, double *sps, size_t nsps,
     const struct step_out *last)
 {
-	struct metrics	*mx = r->mx;
-	struct rusage	 ru;
-	double		 med = median(sps, nsps);
+	struct metrics_writer	*mx = r->mx;
+	struct rusage		 ru;
+	double			 med = median(sps, nsps);
 
 	getrusage(RUSAGE_SELF, &ru);
 	mx_begin(mx, "summary");
