@@ -17,7 +17,8 @@ struct loader;
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);	/* trainer/eval.c */
 
-/* Shared by the two (trainer/train.c). */
+/* Shared by the two (usage_fail and opt_int: trainer/train_args.c;
+ * evaluate: trainer/train.c). */
 /* A usage error: exit 2 with the message, on every rank. */
 void usage_fail(const char *fmt, ...)
     __attribute__((noreturn, format(printf, 1, 2)));

@@ -130,7 +130,7 @@ n=$(grep -c '"event":"checkpoint",.*"reason":"timed"' "$work/t/metrics.jsonl")
 
 # train --help and the option table agree
 sed -n '/^static const struct option train_opts/,/^};/s/^[[:space:]]*{ "\([a-z0-9-]*\)", .*/--\1/p' \
-    "$top_srcdir/trainer/train.c" | sort -u > "$work/table"
+    "$top_srcdir/trainer/train_args.c" | sort -u > "$work/table"
 "$tool" train --help | grep -o -- '--[a-z][a-z0-9-]*' | sort -u > "$work/helped"
 if [ -s "$work/table" ] && cmp -s "$work/table" "$work/helped"; then
 	pass "train --help names the $(wc -l < "$work/table") options of the table"
