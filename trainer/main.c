@@ -261,6 +261,118 @@ write_or_die(struct st_writer *w, const char *dir, const char *file)
 	free(path);
 }
 
+/* --out's files before the first step: the initial weights, every
+ * micro-batch (batch.safetensors) and the settings (run.json); returns
+ * losses.txt, opened for the steps' lines. */
+static FILE *
+synth_write_inputs(const char *out, const struct bert_model *m,
+    const struct synth *d, const struct optim *o, int task, int steps,
+    int accum, float dropout, uint64_t seed)
+{
+	int B = d->B, T = d->T;
+	FILE *lf;
+	char err[1024], *path;
+	struct st_writer *w;
+	int64_t sh[3] = { d->S, B, T };
+	int64_t *tmp = xcalloc((size_t)d->S * B * T, sizeof *tmp);
+	int64_t *tmps = xcalloc((size_t)d->S * B, sizeof *tmps);
+	int64_t *tm = xcalloc((size_t)d->S * B * T, sizeof *tm);
+	int64_t *tt = xcalloc((size_t)d->S * B * T, sizeof *tt);
+	int64_t *tl = xcalloc((size_t)d->S * B * T, sizeof *tl);
+	size_t i;
+
+	if (mkdir(out, 0755) == -1 && errno != EEXIST)
+		fatal("%s", out);
+	if (model_save(m, out, err, sizeof err) != 0)
+		fatalx("%s", err);
+	for (i = 0; i < (size_t)d->S * B * T; i++) {
+		tmp[i] = d->ids[i];
+		tm[i] = d->mask[i];
+		tt[i] = d->types[i];
+		tl[i] = d->labels[i];
+	}
+	for (i = 0; i < (size_t)d->S * B; i++)
+		tmps[i] = d->seq[i];
+	w = st_writer_new();
+	st_writer_add(w, "input_ids", ST_I64, 3, sh, tmp);
+	st_writer_add(w, "token_type_ids", ST_I64, 3, sh, tt);
+	st_writer_add(w, "attention_mask", ST_I64, 3, sh, tm);
+	st_writer_add(w, "labels", ST_I64, 3, sh, tl);
+	st_writer_add(w, "seq_labels", ST_I64, 2, sh, tmps);
+	write_or_die(w, out, "batch.safetensors");
+	st_writer_free(w);
+	free(tmp); free(tmps); free(tm); free(tt); free(tl);
+
+	xasprintf(&path, "%s/run.json", out);
+	if ((lf = fopen(path, "w")) == NULL)
+		fatal("%s", path);
+	fprintf(lf, "{\"task\": \"%s\", \"steps\": %d, \"grad_accum\": %d, "
+	    "\"batch\": %d, \"seq\": %d, \"optimizer\": \"%s\", \"lr\": %.9g, "
+	    "\"weight_decay\": %.9g, \"beta1\": %.9g, \"beta2\": %.9g, \"eps\": %.9g, "
+	    "\"warmup\": %lld, \"schedule\": \"%s\", \"poly_power\": %.9g, "
+	    "\"grad_clip\": %.9g, \"dropout\": %.9g, \"threads\": %d, \"seed\": %llu}\n",
+	    task == BERT_PRETRAIN ? "pretrain" : "classify", steps, accum, B, T,
+	    o->kind == OPTIM_ADAMW ? "adamw" : "lamb", o->lr, o->weight_decay,
+	    o->beta1, o->beta2, o->eps, (long long)o->warmup,
+	    o->schedule == SCHED_CONSTANT ? "constant" :
+	    o->schedule == SCHED_LINEAR ? "linear" : "poly", o->power, o->clip,
+	    dropout, ops_threads(), (unsigned long long)seed);
+	fclose(lf);
+	free(path);
+	xasprintf(&path, "%s/losses.txt", out);
+	if ((lf = fopen(path, "w")) == NULL)
+		fatal("%s", path);
+	free(path);
+	return lf;
+}
+
+/* Losses, last micro-batch's logits and every gradient of the first
+ * step, before the optimizer touches them. */
+static void
+synth_write_step0(const char *out, const struct bert_model *m,
+    const struct bert_config *c, int task, int B, double loss, double mlm,
+    double seqloss)
+{
+	struct st_writer *w = st_writer_new();
+	float	lv[3] = { (float)loss, (float)mlm, (float)seqloss };
+	int64_t	one = 1, sl[2], ml[2];
+	char	name[128];
+	size_t	i;
+
+	st_writer_add(w, "loss", ST_F32, 1, &one, &lv[0]);
+	st_writer_add(w, "mlm_loss", ST_F32, 1, &one, &lv[1]);
+	st_writer_add(w, "seq_loss", ST_F32, 1, &one, &lv[2]);
+	sl[0] = B;
+	sl[1] = task == BERT_PRETRAIN ? 2 : c->num_labels;
+	st_writer_add(w, "seq_logits", ST_F32, 2, sl, m->a.seq_logits);
+	if (task == BERT_PRETRAIN) {
+		ml[0] = m->a.M;
+		ml[1] = c->vocab;
+		st_writer_add(w, "mlm_logits", ST_F32, 2, ml, m->a.mlm_logits);
+	}
+	for (i = 0; i < m->ntensors; i++) {
+		snprintf(name, sizeof name, "grad.%s", m->table[i].name);
+		st_writer_add(w, name, ST_F32, m->table[i].ndim,
+		    m->table[i].shape, m->grads_mem + m->table[i].offset);
+	}
+	write_or_die(w, out, "step0.safetensors");
+	st_writer_free(w);
+}
+
+/* The weights after the last step. */
+static void
+synth_write_final(const char *out, const struct bert_model *m)
+{
+	struct st_writer *w = st_writer_new();
+	size_t i;
+
+	for (i = 0; i < m->ntensors; i++)
+		st_writer_add(w, m->table[i].name, ST_F32, m->table[i].ndim,
+		    m->table[i].shape, m->params_mem + m->table[i].offset);
+	write_or_die(w, out, "final.safetensors");
+	st_writer_free(w);
+}
+
 static int
 cmd_synthetic(int argc, char **argv)
 {
@@ -456,59 +568,9 @@ cmd_synthetic(int argc, char **argv)
 		    "%d threads, OpenBLAS core %s%s\n", init ? init : model, c.layers, c.hidden,
 		    c.heads, c.intermediate, c.vocab, m.nparams, B, T, ops_threads(),
 		    blas_name(), ckpt ? ", gradient checkpointing" : "");
-	if (out != NULL) {
-		struct st_writer *w;
-		int64_t sh[3] = { d.S, B, T };
-		int64_t *tmp = xcalloc((size_t)d.S * B * T, sizeof *tmp);
-		int64_t *tmps = xcalloc((size_t)d.S * B, sizeof *tmps);
-		int64_t *tm = xcalloc((size_t)d.S * B * T, sizeof *tm);
-		int64_t *tt = xcalloc((size_t)d.S * B * T, sizeof *tt);
-		int64_t *tl = xcalloc((size_t)d.S * B * T, sizeof *tl);
-		size_t i;
-
-		if (mkdir(out, 0755) == -1 && errno != EEXIST)
-			fatal("%s", out);
-		if (model_save(&m, out, err, sizeof err) != 0)
-			fatalx("%s", err);
-		for (i = 0; i < (size_t)d.S * B * T; i++) {
-			tmp[i] = d.ids[i];
-			tm[i] = d.mask[i];
-			tt[i] = d.types[i];
-			tl[i] = d.labels[i];
-		}
-		for (i = 0; i < (size_t)d.S * B; i++)
-			tmps[i] = d.seq[i];
-		w = st_writer_new();
-		st_writer_add(w, "input_ids", ST_I64, 3, sh, tmp);
-		st_writer_add(w, "token_type_ids", ST_I64, 3, sh, tt);
-		st_writer_add(w, "attention_mask", ST_I64, 3, sh, tm);
-		st_writer_add(w, "labels", ST_I64, 3, sh, tl);
-		st_writer_add(w, "seq_labels", ST_I64, 2, sh, tmps);
-		write_or_die(w, out, "batch.safetensors");
-		st_writer_free(w);
-		free(tmp); free(tmps); free(tm); free(tt); free(tl);
-
-		xasprintf(&path, "%s/run.json", out);
-		if ((lf = fopen(path, "w")) == NULL)
-			fatal("%s", path);
-		fprintf(lf, "{\"task\": \"%s\", \"steps\": %d, \"grad_accum\": %d, "
-		    "\"batch\": %d, \"seq\": %d, \"optimizer\": \"%s\", \"lr\": %.9g, "
-		    "\"weight_decay\": %.9g, \"beta1\": %.9g, \"beta2\": %.9g, \"eps\": %.9g, "
-		    "\"warmup\": %lld, \"schedule\": \"%s\", \"poly_power\": %.9g, "
-		    "\"grad_clip\": %.9g, \"dropout\": %.9g, \"threads\": %d, \"seed\": %llu}\n",
-		    task == BERT_PRETRAIN ? "pretrain" : "classify", steps, accum, B, T,
-		    o.kind == OPTIM_ADAMW ? "adamw" : "lamb", o.lr, o.weight_decay,
-		    o.beta1, o.beta2, o.eps, (long long)o.warmup,
-		    o.schedule == SCHED_CONSTANT ? "constant" :
-		    o.schedule == SCHED_LINEAR ? "linear" : "poly", o.power, o.clip,
-		    dropout, ops_threads(), (unsigned long long)seed);
-		fclose(lf);
-		free(path);
-		xasprintf(&path, "%s/losses.txt", out);
-		if ((lf = fopen(path, "w")) == NULL)
-			fatal("%s", path);
-		free(path);
-	}
+	if (out != NULL)
+		lf = synth_write_inputs(out, &m, &d, &o, task, steps, accum, dropout,
+		    seed);
 
 	step_ms = xcalloc((size_t)(steps > 0 ? steps : 1), sizeof *step_ms);
 	for (s = 0; s < steps || (s == 0 && steps == 0); s++) {
@@ -537,34 +599,8 @@ cmd_synthetic(int argc, char **argv)
 		loss /= accum;
 		mlm /= accum;
 		seqloss /= accum;
-		if (s == 0 && out != NULL) {
-			/* Losses, last micro-batch's logits and every gradient
-			 * of the first step, before the optimizer touches them. */
-			struct st_writer *w = st_writer_new();
-			float	lv[3] = { (float)loss, (float)mlm, (float)seqloss };
-			int64_t	one = 1, sl[2], ml[2];
-			char	name[128];
-			size_t	i;
-
-			st_writer_add(w, "loss", ST_F32, 1, &one, &lv[0]);
-			st_writer_add(w, "mlm_loss", ST_F32, 1, &one, &lv[1]);
-			st_writer_add(w, "seq_loss", ST_F32, 1, &one, &lv[2]);
-			sl[0] = B;
-			sl[1] = task == BERT_PRETRAIN ? 2 : c.num_labels;
-			st_writer_add(w, "seq_logits", ST_F32, 2, sl, m.a.seq_logits);
-			if (task == BERT_PRETRAIN) {
-				ml[0] = m.a.M;
-				ml[1] = c.vocab;
-				st_writer_add(w, "mlm_logits", ST_F32, 2, ml, m.a.mlm_logits);
-			}
-			for (i = 0; i < m.ntensors; i++) {
-				snprintf(name, sizeof name, "grad.%s", m.table[i].name);
-				st_writer_add(w, name, ST_F32, m.table[i].ndim,
-				    m.table[i].shape, m.grads_mem + m.table[i].offset);
-			}
-			write_or_die(w, out, "step0.safetensors");
-			st_writer_free(w);
-		}
+		if (s == 0 && out != NULL)
+			synth_write_step0(out, &m, &c, task, B, loss, mlm, seqloss);
 		if (steps > 0) {
 			double ta = now_ms();
 
@@ -584,16 +620,8 @@ cmd_synthetic(int argc, char **argv)
 	}
 	if (lf != NULL)
 		fclose(lf);
-	if (out != NULL) {
-		struct st_writer *w = st_writer_new();
-		size_t i;
-
-		for (i = 0; i < m.ntensors; i++)
-			st_writer_add(w, m.table[i].name, ST_F32, m.table[i].ndim,
-			    m.table[i].shape, m.params_mem + m.table[i].offset);
-		write_or_die(w, out, "final.safetensors");
-		st_writer_free(w);
-	}
+	if (out != NULL)
+		synth_write_final(out, &m);
 	/* The median skips the first step (allocations, cold caches) when
 	 * there are more than two. */
 	skip = steps > 2 ? 1 : 0;
