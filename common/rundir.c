@@ -2,10 +2,29 @@
  * write and the run states' names (the names themselves are in rundir.h). */
 #include "config.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "rundir.h"
+
+long long
+rundir_ckpt_step(const char *name)
+{
+	const size_t	 pre = sizeof CKPT_DIR_PREFIX - 1;
+	char		*end;
+	long long	 v;
+
+	if (strncmp(name, CKPT_DIR_PREFIX, pre) != 0 || name[pre] < '0' ||
+	    name[pre] > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(name + pre, &end, 10);
+	if (errno != 0 || *end != '\0' || v < 0)
+		return -1;
+	return v;
+}
 
 const char *const rundir_status_reasons[] = { REASON_DONE, REASON_FAILED,
     REASON_NODE_FAIL, REASON_PREEMPTED, REASON_STARTUP_TIMEOUT, REASON_OOM,

@@ -36,7 +36,12 @@
 #define CKPT_DIR_PREFIX		"step-"		/* step-N: the checkpoint after step N */
 #define CKPT_TMP_PREFIX		".tmp-"		/* being written */
 #define CKPT_CORRUPT_PREFIX	".corrupt-"	/* failed verification, set aside */
+#define CKPT_OLD_PREFIX		".old-"		/* replaced by a rewrite of the same step */
 #define CKPT_META		"meta.json"	/* step, due_s, SHA-256 of each file */
+
+/* The N of a checkpoints/step-N name (digits only), or -1 when name is
+ * not one. */
+long long rundir_ckpt_step(const char *name);
 
 /* ---------------------------------------------------------------- end reasons */
 

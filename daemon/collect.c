@@ -162,19 +162,6 @@ known_find(const struct known *k, int64_t step)
 	return -1;
 }
 
-/* "step-N" -> N, or -1. */
-static int64_t
-step_of(const char *name)
-{
-	int64_t		n;
-	const size_t	pre = sizeof CKPT_DIR_PREFIX - 1;
-
-	if (strncmp(name, CKPT_DIR_PREFIX, pre) != 0 || name[pre] < '0' ||
-	    name[pre] > '9' || str_to_int64(name + pre, &n) != 0 || n < 0)
-		return -1;
-	return n;
-}
-
 /* The regular file at path, up to max bytes (cbuf_read_file): 0 and *buf
  * (NUL-terminated, caller frees), CADRE_ERR_NOT_FOUND, CADRE_ERR_INVALID
  * for anything but a regular file (a FIFO would block the daemon's loop),
@@ -244,7 +231,7 @@ record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
 		return 0;
 	}
 	while ((de = readdir(d)) != NULL && seen < COLLECT_STEPS_MAX) {
-		if ((step = step_of(de->d_name)) < 0)
+		if ((step = rundir_ckpt_step(de->d_name)) < 0)
 			continue;
 		seen++;
 		if (known_find(k, step) >= 0)
@@ -423,7 +410,7 @@ collect_thin(struct state *st, const char *run_id, const char *run_dir,
 		for (j = 0; j < nat && !keep; j++)
 			keep = fabs(t.due[i] - (double)strtoll(at[j], NULL,
 			    10)) < 0.5;
-		if (keep || (latest != NULL && step_of(latest) == t.step[i]))
+		if (keep || (latest != NULL && rundir_ckpt_step(latest) == t.step[i]))
 			continue;
 		xasprintf(&dir, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX "%" PRId64, run_dir,
 		    t.step[i]);

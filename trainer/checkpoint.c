@@ -20,6 +20,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "modelio.h"
+#include "rundir.h"
 #include "safetensors.h"
 #include "sha256.h"
 #include "tjson.h"
@@ -36,22 +37,6 @@ ckpt_remove_dir(const char *dir)
 {
 	if (fs_remove_flat_dir(dir) == -1)
 		log_warn("%s: %s", dir, strerror(errno));
-}
-
-/* step-N -> N, or -1 when name is not one. */
-static int64_t
-step_of(const char *name)
-{
-	char	*end;
-	long long v;
-
-	if (strncmp(name, "step-", 5) != 0 || name[5] < '0' || name[5] > '9')
-		return -1;
-	errno = 0;
-	v = strtoll(name + 5, &end, 10);
-	if (errno != 0 || *end != '\0' || v < 0)
-		return -1;
-	return v;
 }
 
 static int
@@ -75,7 +60,7 @@ ckpt_list_steps(const char *cdir, int64_t **out)
 	if ((d = opendir(cdir)) == NULL)
 		return 0;
 	while ((e = readdir(d)) != NULL) {
-		if ((s = step_of(e->d_name)) < 0)
+		if ((s = rundir_ckpt_step(e->d_name)) < 0)
 			continue;
 		v = xreallocarray(v, n + 1, sizeof *v);
 		v[n++] = s;
@@ -222,7 +207,7 @@ ckpt_read_meta(const char *dir, struct ckpt_state *st, char sums[3][65],
 	int		 error;
 
 	cbuf_init(&b, CKPT_META_MAX);
-	xasprintf(&path, "%s/meta.json", dir);
+	xasprintf(&path, "%s/" CKPT_META, dir);
 	if ((error = cbuf_read_file(&b, path)) != 0)
 		snprintf(err, errlen, "%s: %s", path, error == CADRE_ERR_TOO_LARGE ?
 		    "too large" : strerror(errno));
@@ -364,8 +349,9 @@ set_aside(const char *cdir, int64_t step)
 {
 	char *from, *to;
 
-	xasprintf(&from, "%s/step-%" PRId64, cdir, step);
-	xasprintf(&to, "%s/.corrupt-step-%" PRId64, cdir, step);
+	xasprintf(&from, "%s/" CKPT_DIR_PREFIX "%" PRId64, cdir, step);
+	xasprintf(&to, "%s/" CKPT_CORRUPT_PREFIX CKPT_DIR_PREFIX "%" PRId64,
+	    cdir, step);
 	ckpt_remove_dir(to);
 	if (rename(from, to) == -1)
 		log_warn("%s: %s", from, strerror(errno));
@@ -386,14 +372,17 @@ ckpt_cleanup(const char *out)
 		return;
 	}
 	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, ".tmp-step-", 10) == 0) {
+		if (strncmp(e->d_name, CKPT_TMP_PREFIX CKPT_DIR_PREFIX,
+		    sizeof CKPT_TMP_PREFIX CKPT_DIR_PREFIX - 1) == 0) {
 			xasprintf(&p, "%s/%s", cdir, e->d_name);
 			log_warn("removing %s, left by a checkpoint write that did not finish", p);
 			ckpt_remove_dir(p);
 			free(p);
-		} else if (strncmp(e->d_name, ".old-step-", 10) == 0) {
+		} else if (strncmp(e->d_name, CKPT_OLD_PREFIX CKPT_DIR_PREFIX,
+		    sizeof CKPT_OLD_PREFIX CKPT_DIR_PREFIX - 1) == 0) {
 			xasprintf(&p, "%s/%s", cdir, e->d_name);
-			xasprintf(&q, "%s/%s", cdir, e->d_name + 5);
+			xasprintf(&q, "%s/%s", cdir, e->d_name +
+			    sizeof CKPT_OLD_PREFIX - 1);
 			if (access(q, F_OK) != 0 && rename(p, q) == 0)
 				log_warn("put %s back as %s", p, q);
 			else
@@ -420,11 +409,11 @@ ckpt_find(const char *out, const struct bert_config *cfg, char **dirp,
 	*dirp = NULL;
 	cbuf_init(&b, 64);
 	xasprintf(&cdir, "%s/checkpoints", out);
-	xasprintf(&path, "%s/latest", cdir);
+	xasprintf(&path, "%s/" CKPT_LATEST, cdir);
 	if (cbuf_read_file(&b, path) == 0 && b.len > 0) {
 		while (b.len > 0 && b.data[b.len - 1] == '\n')
 			b.data[--b.len] = '\0';
-		if ((first = step_of(b.data)) < 0)
+		if ((first = rundir_ckpt_step(b.data)) < 0)
 			log_warn("%s: '%s' is not step-N; looking at the step-N directories",
 			    path, b.data);
 	}
@@ -437,7 +426,7 @@ ckpt_find(const char *out, const struct bert_config *cfg, char **dirp,
 		if (s < 0 || (i > 0 && s == first))
 			continue;
 		free(path);
-		xasprintf(&path, "%s/step-%" PRId64, cdir, s);
+		xasprintf(&path, "%s/" CKPT_DIR_PREFIX "%" PRId64, cdir, s);
 		if (i == 0 && access(path, F_OK) != 0) {
 			log_warn("%s/latest names step-%" PRId64 ", which is missing", cdir, s);
 			continue;

@@ -22,6 +22,7 @@
 #include "error.h"
 #include "fsutil.h"
 #include "modelio.h"
+#include "rundir.h"
 #include "safetensors.h"
 #include "xmalloc.h"
 
@@ -113,7 +114,7 @@ timed_checkpoint(const char *cdir, int64_t step)
 	char			*dir, sums[3][65], err[256];
 	int			 timed;
 
-	xasprintf(&dir, "%s/step-%" PRId64, cdir, step);
+	xasprintf(&dir, "%s/" CKPT_DIR_PREFIX "%" PRId64, cdir, step);
 	timed = ckpt_read_meta(dir, &st, sums, err, sizeof err) == 0 &&
 	    st.due_s > 0;
 	free(dir);
@@ -131,7 +132,8 @@ prune(const char *out, int keep, int keep_timed, int64_t step)
 	size_t	 i, n;
 
 	xasprintf(&cdir, "%s/checkpoints", out);
-	xasprintf(&path, "%s/.old-step-%" PRId64, cdir, step);
+	xasprintf(&path, "%s/" CKPT_OLD_PREFIX CKPT_DIR_PREFIX "%" PRId64, cdir,
+	    step);
 	ckpt_remove_dir(path);
 	free(path);
 	n = ckpt_list_steps(cdir, &steps);
@@ -139,7 +141,8 @@ prune(const char *out, int keep, int keep_timed, int64_t step)
 		if ((int)i < keep || steps[i] == step ||
 		    (keep_timed && timed_checkpoint(cdir, steps[i])))
 			continue;
-		xasprintf(&path, "%s/step-%" PRId64, cdir, steps[i]);
+		xasprintf(&path, "%s/" CKPT_DIR_PREFIX "%" PRId64, cdir,
+		    steps[i]);
 		ckpt_remove_dir(path);
 		free(path);
 	}
@@ -172,8 +175,9 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	memset(hj, 0, sizeof hj);
 	cbuf_init(&meta, CKPT_META_MAX);
 	xasprintf(&cdir, "%s/checkpoints", out);
-	xasprintf(&tmp, "%s/.tmp-step-%" PRId64, cdir, st->step);
-	xasprintf(&fin, "%s/step-%" PRId64, cdir, st->step);
+	xasprintf(&tmp, "%s/" CKPT_TMP_PREFIX CKPT_DIR_PREFIX "%" PRId64, cdir,
+	    st->step);
+	xasprintf(&fin, "%s/" CKPT_DIR_PREFIX "%" PRId64, cdir, st->step);
 	if (mkdir(cdir, 0755) == -1 && errno != EEXIST) {
 		error = CADRE_ERR_SYSTEM;
 		snprintf(err, errlen, "%s: %s", cdir, strerror(errno));
@@ -264,7 +268,7 @@ write_checkpoint(const char *out, const struct bert_model *m,
 		    i < 2 ? "," : "");
 	cbuf_adds(&meta, "  }\n}\n");
 	free(path);
-	xasprintf(&path, "%s/meta.json", tmp);
+	xasprintf(&path, "%s/" CKPT_META, tmp);
 	if ((error = write_text(path, meta.data)) != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		goto out;
@@ -277,7 +281,8 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	}
 	/* A checkpoint of this step may exist (a run stopped right after
 	 * one): set it aside, then put the new one in its place. */
-	xasprintf(&old, "%s/.old-step-%" PRId64, cdir, st->step);
+	xasprintf(&old, "%s/" CKPT_OLD_PREFIX CKPT_DIR_PREFIX "%" PRId64, cdir,
+	    st->step);
 	ckpt_remove_dir(old);
 	if (rename(fin, old) == -1 && errno != ENOENT) {
 		error = CADRE_ERR_SYSTEM;
@@ -294,9 +299,9 @@ write_checkpoint(const char *out, const struct bert_model *m,
 		snprintf(err, errlen, "%s: fsync: %s", cdir, strerror(errno));
 		goto out;
 	}
-	snprintf(line, sizeof line, "step-%" PRId64 "\n", st->step);
+	snprintf(line, sizeof line, CKPT_DIR_PREFIX "%" PRId64 "\n", st->step);
 	free(path);
-	xasprintf(&path, "%s/latest", cdir);
+	xasprintf(&path, "%s/" CKPT_LATEST, cdir);
 	if ((error = write_text(path, line)) == 0 && fs_fsync_dir(cdir) == -1)
 		error = CADRE_ERR_SYSTEM;
 	if (error != 0) {

@@ -22,6 +22,7 @@
 #include "model.h"
 #include "modelio.h"
 #include "ops.h"
+#include "rundir.h"
 #include "strutil.h"
 #include "tjson.h"
 #include "train.h"
@@ -164,12 +165,11 @@ list_timed(const char *run_dir, struct timed **out)
 	DIR			*dp;
 	int64_t			 step;
 
-	xasprintf(&cdir, "%s/checkpoints", run_dir);
+	xasprintf(&cdir, "%s/" RUNDIR_CHECKPOINTS, run_dir);
 	if ((dp = opendir(cdir)) == NULL)
 		usage_fail("%s: %s", cdir, strerror(errno));
 	while ((de = readdir(dp)) != NULL) {
-		if (strncmp(de->d_name, "step-", 5) != 0 ||
-		    str_to_int64(de->d_name + 5, &step) != 0 || step < 0)
+		if ((step = rundir_ckpt_step(de->d_name)) < 0)
 			continue;
 		xasprintf(&path, "%s/%s", cdir, de->d_name);
 		if (ckpt_read_meta(path, &st, sums, err, sizeof err) != 0)
@@ -279,7 +279,7 @@ eval_run_dir(const char *run_dir, const char *data, const char *out,
 	if (at_list != NULL)
 		nat = parse_at(at_list, &at);
 	if (out == NULL)
-		xasprintf(&path, "%s/eval.jsonl", run_dir);
+		xasprintf(&path, "%s/" RUNDIR_EVAL, run_dir);
 	n = list_timed(run_dir, &t);
 	done = done_steps(out != NULL ? out : path, t, n);
 	/* the shards open (and fit) before any checkpoint is tried */
@@ -294,7 +294,8 @@ eval_run_dir(const char *run_dir, const char *data, const char *out,
 			;
 		if (done[i] || (nat > 0 && j == nat))
 			continue;
-		xasprintf(&dir, "%s/checkpoints/step-%" PRId64, run_dir, t[i].step);
+		xasprintf(&dir, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX "%" PRId64,
+		    run_dir, t[i].step);
 		err[0] = '\0';
 		eval_loader(data, batch, seed, d, &l, &si);
 		ok = eval_model(dir, data, si, &m, &st, err, sizeof err) == 0;

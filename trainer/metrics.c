@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "error.h"
 #include "metrics.h"
+#include "rundir.h"
 #include "xmalloc.h"
 
 /* A line is a few hundred bytes; the bound only catches a runaway. */
@@ -30,7 +31,7 @@ metrics_open(const char *out, struct metrics_writer **mp, char *err,
 	char	*path;
 	int	 rc;
 
-	xasprintf(&path, "%s/metrics.jsonl", out);
+	xasprintf(&path, "%s/" RUNDIR_METRICS, out);
 	rc = metrics_open_file(path, mp, err, errlen);
 	free(path);
 	return rc;

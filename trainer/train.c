@@ -42,6 +42,7 @@
 #include "model.h"
 #include "modelio.h"
 #include "ops.h"
+#include "rundir.h"
 #include "strutil.h"
 #include "optim.h"
 #include "train.h"
@@ -198,7 +199,8 @@ mx_checkpoint(struct metrics_writer *mx, const struct ckpt_result *r)
 {
 	char path[64];
 
-	snprintf(path, sizeof path, "checkpoints/step-%lld", (long long)r->step);
+	snprintf(path, sizeof path, RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX "%lld",
+	    (long long)r->step);
 	mx_begin(mx, "checkpoint");
 	mx_int(mx, "step", r->step);
 	mx_num(mx, "elapsed_s", r->elapsed_s);
@@ -305,7 +307,7 @@ mx_start(struct run *r)
 	mx_str(mx, "device", r->cuda ? "cuda" : "cpu");
 	mx_str(mx, "commit", commit_id());
 	if (mx_end(mx) != 0)
-		fatal("metrics.jsonl");
+		fatal(RUNDIR_METRICS);
 }
 
 /* One step's figures. */
@@ -500,7 +502,7 @@ mx_summary(struct run *r, int rc, int64_t start, double *sps, size_t nsps,
 	mx_begin(mx, "summary");
 	mx_int(mx, "step", r->st.step);
 	mx_bool(mx, "complete", r->st.step >= r->tc.steps);
-	mx_str(mx, "exit", rc == TRAIN_EXIT_PREEMPTED ? "preempted" : "done");
+	mx_str(mx, "exit", rc == TRAIN_EXIT_PREEMPTED ? REASON_PREEMPTED : REASON_DONE);
 	mx_int(mx, "samples", r->st.samples);
 	mx_int(mx, "steps_this_attempt", r->st.step - start);
 	mx_int(mx, "skip_steps", r->tc.skip_steps);

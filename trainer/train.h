@@ -3,12 +3,8 @@
 #ifndef CADRE_TRAIN_H
 #define CADRE_TRAIN_H
 
-/* Exit codes (contract C4, docs/trainer.md "Exit codes"). */
-#define TRAIN_EXIT_DONE		0
-#define TRAIN_EXIT_ERROR	1
-#define TRAIN_EXIT_USAGE	2
-#define TRAIN_EXIT_OOM		3
-#define TRAIN_EXIT_PREEMPTED	75
+/* Exit codes: TRAIN_EXIT_* (docs/contracts.md "Exit codes"). */
+#include "rundir.h"
 
 struct bert_model;
 struct dist;

@@ -25,6 +25,7 @@
 #include "modelio.h"
 #include "ops.h"
 #include "optim.h"
+#include "rundir.h"
 #include "train.h"
 #include "train_int.h"
 #include "traincfg.h"
@@ -145,7 +146,7 @@ check_memory(const struct bert_model *m, int B, int T, int rank,
 	fprintf(stderr, "cadre-train: %s\n", msg);
 	if (mx != NULL) {
 		mx_begin(mx, "error");
-		mx_str(mx, "kind", "oom");
+		mx_str(mx, "kind", REASON_OOM);
 		mx_str(mx, "message", msg);
 		mx_end(mx);
 	}
@@ -231,7 +232,7 @@ run_gpu_open(struct run *r)
 	    r->tc.grad_checkpointing, local_rank(), &r->gpu, err, sizeof err)) != 0) {
 		fprintf(stderr, "cadre-train: GPU: %s\n", err);
 		if (error == CADRE_ERR_NOMEM) {
-			mx_error(r->mx, "oom", err);
+			mx_error(r->mx, REASON_OOM, err);
 			dist_abort(&r->d, TRAIN_EXIT_OOM);
 		}
 		dist_abort(&r->d, TRAIN_EXIT_ERROR);
@@ -379,7 +380,8 @@ run_resume(struct run *r)
 	if (hdr[0] < 0)
 		return;
 	if (autom)
-		xasprintf(&dir, "%s/checkpoints/step-%lld", tc->out, (long long)hdr[0]);
+		xasprintf(&dir, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX "%lld",
+		    tc->out, (long long)hdr[0]);
 	else
 		dir = xstrdup(tc->resume);
 	if (ckpt_load(dir, &r->m, &r->o, &r->st, err, sizeof err) != 0) {
@@ -399,7 +401,8 @@ run_resume(struct run *r)
 		dist_abort(&r->d, TRAIN_EXIT_USAGE);
 	}
 	if (autom)
-		xasprintf(&r->resumed, "checkpoints/step-%lld", (long long)r->st.step);
+		xasprintf(&r->resumed, RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX "%lld",
+		    (long long)r->st.step);
 	else
 		r->resumed = xstrdup(dir);
 	if (r->d.rank == 0 && !r->ro.quiet)
