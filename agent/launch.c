@@ -87,7 +87,7 @@ node_names(struct launch *l)
 
 /* --stage (stage.c): the manifests, then every node copies through its
  * agent. The time and the counts go into st; on failure also reason
- * "failed" and the message. */
+ * failed and the message. */
 static int
 run_stage(struct launch *l, const struct stage_pair *pairs, size_t npairs,
     json_t *st)

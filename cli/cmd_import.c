@@ -288,9 +288,9 @@ run_outcome(const json_t *status, const json_t *summary, const char **reason,
 		return strcmp(r, REASON_DONE) == 0 ? RUN_DONE : RUN_FAILED;
 	}
 	if (summary != NULL) {
-		(void)cjson_get_bool(summary, "complete", &complete);
+		(void)cjson_get_bool(summary, MX_COMPLETE, &complete);
 		if (complete) {
-			*reason = "done";
+			*reason = REASON_DONE;
 			*exit_code = 0;
 			return RUN_DONE;
 		}

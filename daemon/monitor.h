@@ -73,10 +73,9 @@ void monitor_parse_metrics(const char *text, size_t len,
     struct monitor_progress *p);
 
 /* How an attempt ended, from the scheduler's final (or unknown) state
- * and status.json's "reason" (NULL when there is none): "done",
- * "failed", "timeout", "preempted", "node_fail", "startup_timeout",
- * "oom", "cancelled" or "lost" (the scheduler forgot the job and there
- * is no status.json). */
+ * and status.json's reason (NULL when there is none): one of the end
+ * reasons of rundir.h, REASON_TIMEOUT, REASON_CANCELLED, or REASON_LOST
+ * (the scheduler forgot the job and there is no status.json). */
 const char *monitor_end_reason(enum sched_state st, const char *status_reason);
 
 enum monitor_verdict {

@@ -16,6 +16,7 @@
 #include "monitor.h"
 #include "monitor_int.h"
 #include "proto.h"
+#include "rundir.h"
 #include "spec.h"
 #include "state.h"
 
@@ -176,7 +177,7 @@ monitor_status(struct monitor *m, const char *target, json_t **out,
 		json_t	*cks = json_array();
 
 		(void)state_list_checkpoints(m->st, r->id, ckpt_to_json, cks);
-		json_object_set_new(json_array_get(runs, 0), "checkpoints", cks);
+		json_object_set_new(json_array_get(runs, 0), RUNDIR_CHECKPOINTS, cks);
 	}
 	o = json_pack("{s:o, s:o}", "experiments", exps, "runs", runs);
 	json_object_set_new(o, "unreachable_since", m->unreachable_since > 0 ?

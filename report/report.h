@@ -56,7 +56,7 @@ struct metrics {
 	int64_t	 samples;	/* of the last step line; -1: none */
 	double	 eval_loss, eval_accuracy;	/* of the last eval event */
 	int64_t	 peak_rss;	/* largest summary peak_rss_bytes; -1: none */
-	int	 oom;		/* an error event of kind "oom" */
+	int	 oom;		/* an error event of kind oom */
 	int	 complete;	/* the last summary said complete */
 	json_t	*env;		/* start and summary.env members, last wins */
 	struct report_mark *marks;	/* by due_s; the last event of a mark wins */

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "duration.h"
 #include "log.h"
+#include "rundir.h"
 #include "size.h"
 #include "xmalloc.h"
 #include "spec_int.h"
@@ -35,11 +36,12 @@ static const char *const tasks[] = { "pretrain", "mlm", "classify", NULL };
 static const char *const precisions[] = { "fp32", "bf16", "fp16", NULL };
 static const char *const optimizers[] = { "adamw", "lamb", NULL };
 static const char *const schedules[] = { "linear", "poly", "constant", NULL };
-static const char *const retry_reasons[] = { "timeout", "preempted",
-    "node_fail", "failed", "startup_timeout", NULL };
+static const char *const retry_reasons[] = { REASON_TIMEOUT,
+    REASON_PREEMPTED, REASON_NODE_FAIL, REASON_FAILED, REASON_STARTUP_TIMEOUT,
+    NULL };
 static const char *const keep_timed[] = { "all", "at", "none", NULL };
-static const char *const notify_events[] = { "done", "failed", "requeued",
-    "cancelled", NULL };
+static const char *const notify_events[] = { REASON_DONE, REASON_FAILED,
+    "requeued", REASON_CANCELLED, NULL };
 
 /* Google's BERT miniatures and the two original sizes. */
 static const struct {

@@ -1,5 +1,5 @@
-/* train.json: the settings of `cadre-train train` (docs/trainer.md
- * "train.json"), read with the bounded tjson reader. */
+/* train.json: the settings of `cadre-train train` (docs/contracts.md,
+ * docs/trainer.md), read with the bounded tjson reader. */
 #ifndef CADRE_TRAINCFG_H
 #define CADRE_TRAINCFG_H
 
