@@ -125,7 +125,7 @@ enum launch_exit {
 #define MX_SAMPLES_PER_S	"samples_per_s"
 #define MX_DUE_S		"due_s"		/* the mark a timed checkpoint stands for */
 #define MX_PATH			"path"
-#define MX_KIND			"kind"		/* of an error event: "oom", ... */
+#define MX_KIND			"kind"		/* of an error event: REASON_OOM, ... */
 #define MX_COMPLETE		"complete"	/* summary: training reached its end */
 #define MX_PEAK_RSS		"peak_rss_bytes"
 #define MX_ENV			"env"

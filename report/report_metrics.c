@@ -173,7 +173,7 @@ parse_step(struct metrics *m, const json_t *o, char *msg, size_t msglen)
 	}
 	if ((rc = get_number(o, "mlm_acc", &acc, msg, msglen)) < 0)
 		return CADRE_ERR_INVALID;
-	if (json_object_get(o, "samples") != NULL &&
+	if (json_object_get(o, MX_SAMPLES) != NULL &&
 	    need_int(o, "step", "samples", &samples, msg, msglen) != 0)
 		return CADRE_ERR_INVALID;
 
@@ -262,36 +262,36 @@ metrics_parse_line(struct metrics *m, const char *line, size_t len,
 		rc = CADRE_ERR_INVALID;
 		goto out;
 	}
-	if (cjson_get_string(o, "event", &ev) != 0) {
+	if (cjson_get_string(o, MX_EVENT, &ev) != 0) {
 		snprintf(msg, msglen, "no \"event\" string");
 		rc = CADRE_ERR_INVALID;
 		goto out;
 	}
 	rc = CADRE_ERR_INVALID;
-	if (strcmp(ev, "step") == 0) {
+	if (strcmp(ev, MX_EV_STEP) == 0) {
 		rc = parse_step(m, o, msg, msglen);
 		goto out;
-	} else if (strcmp(ev, "start") == 0) {
+	} else if (strcmp(ev, MX_EV_START) == 0) {
 		m->nstarts++;
 		env_merge(m->env, o, start_keys);
-	} else if (strcmp(ev, "eval") == 0) {
+	} else if (strcmp(ev, MX_EV_EVAL) == 0) {
 		double	loss = NAN, acc = NAN;
 
-		if (get_number(o, "loss", &loss, msg, msglen) < 0 ||
-		    get_number(o, "accuracy", &acc, msg, msglen) < 0)
+		if (get_number(o, MX_LOSS, &loss, msg, msglen) < 0 ||
+		    get_number(o, MX_ACCURACY, &acc, msg, msglen) < 0)
 			goto out;
 		m->eval_loss = loss;
 		m->eval_accuracy = acc;
-	} else if (strcmp(ev, "checkpoint") == 0 &&
-	    json_object_get(o, "due_s") != NULL) {
+	} else if (strcmp(ev, MX_EV_CHECKPOINT) == 0 &&
+	    json_object_get(o, MX_DUE_S) != NULL) {
 		if (parse_mark(m, o, msg, msglen) != 0)
 			goto out;
-	} else if (strcmp(ev, "error") == 0) {
-		if (cjson_get_string(o, "kind", &kind) == 0 &&
+	} else if (strcmp(ev, MX_EV_ERROR) == 0) {
+		if (cjson_get_string(o, MX_KIND, &kind) == 0 &&
 		    strcmp(kind, REASON_OOM) == 0)
 			m->oom = 1;
-	} else if (strcmp(ev, "summary") == 0) {
-		j = json_object_get(o, "peak_rss_bytes");
+	} else if (strcmp(ev, MX_EV_SUMMARY) == 0) {
+		j = json_object_get(o, MX_PEAK_RSS);
 		if (j != NULL && !json_is_null(j)) {
 			if (!json_is_integer(j) || json_integer_value(j) < 0) {
 				snprintf(msg, msglen, "\"peak_rss_bytes\" is "
@@ -302,10 +302,10 @@ metrics_parse_line(struct metrics *m, const char *line, size_t len,
 			if (rss > m->peak_rss)
 				m->peak_rss = rss;
 		}
-		j = json_object_get(o, "env");
+		j = json_object_get(o, MX_ENV);
 		if (j != NULL && json_is_object(j))
 			env_merge(m->env, j, NULL);
-		j = json_object_get(o, "complete");
+		j = json_object_get(o, MX_COMPLETE);
 		m->complete = j != NULL && json_is_true(j);
 	}
 	/* checkpoint and events of later versions: nothing to take */

@@ -126,8 +126,8 @@ mx_eval_figures(struct metrics_writer *mx, int pretrain, const double ev[6])
 	double	seq_acc = ev[5] > 0 ? ev[4] / ev[5] : 0.0;
 
 	mx_str(mx, "task", pretrain ? "pretrain" : "classify");
-	mx_num(mx, "loss", pretrain ? mlm_loss : seq_loss);
-	mx_num(mx, "accuracy", pretrain ? mlm_acc : seq_acc);
+	mx_num(mx, MX_LOSS, pretrain ? mlm_loss : seq_loss);
+	mx_num(mx, MX_ACCURACY, pretrain ? mlm_acc : seq_acc);
 	mx_num(mx, "sequences", ev[5]);
 	if (pretrain) {
 		mx_num(mx, "mlm_loss", mlm_loss);
@@ -313,13 +313,13 @@ eval_run_dir(const char *run_dir, const char *data, const char *out,
 			snprintf(err, sizeof err, "another rank could not load it");
 		if (mx != NULL) {
 			mx_begin(mx, NULL);
-			mx_int(mx, "step", t[i].step);
-			mx_num(mx, "due_s", t[i].due_s);
+			mx_int(mx, MX_STEP, t[i].step);
+			mx_num(mx, MX_DUE_S, t[i].due_s);
 			if (bad == 0) {
-				mx_num(mx, "elapsed_s", st.elapsed_s);
-				mx_int(mx, "samples", st.samples);
+				mx_num(mx, MX_ELAPSED_S, st.elapsed_s);
+				mx_int(mx, MX_SAMPLES, st.samples);
 			}
-			mx_str(mx, "path", dir + strlen(run_dir) + 1);
+			mx_str(mx, MX_PATH, dir + strlen(run_dir) + 1);
 			if (bad == 0)
 				mx_eval_figures(mx, pretrain, ev);
 			else

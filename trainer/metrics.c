@@ -113,7 +113,7 @@ mx_begin(struct metrics_writer *m, const char *event)
 	cbuf_addc(&m->line, '{');
 	m->first = 1;
 	if (event != NULL)
-		mx_str(m, "event", event);
+		mx_str(m, MX_EVENT, event);
 }
 
 void

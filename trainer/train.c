@@ -201,14 +201,14 @@ mx_checkpoint(struct metrics_writer *mx, const struct ckpt_result *r)
 
 	snprintf(path, sizeof path, RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX "%lld",
 	    (long long)r->step);
-	mx_begin(mx, "checkpoint");
-	mx_int(mx, "step", r->step);
-	mx_num(mx, "elapsed_s", r->elapsed_s);
-	mx_int(mx, "samples", r->samples);
-	mx_str(mx, "path", path);
+	mx_begin(mx, MX_EV_CHECKPOINT);
+	mx_int(mx, MX_STEP, r->step);
+	mx_num(mx, MX_ELAPSED_S, r->elapsed_s);
+	mx_int(mx, MX_SAMPLES, r->samples);
+	mx_str(mx, MX_PATH, path);
 	mx_str(mx, "reason", r->reason);
 	if (r->due_s > 0)
-		mx_num(mx, "due_s", r->due_s);
+		mx_num(mx, MX_DUE_S, r->due_s);
 	mx_num(mx, "stall_ms", r->stall_ms);
 	mx_num(mx, "write_ms", r->write_ms);
 	mx_int(mx, "bytes", (int64_t)r->bytes);
@@ -221,8 +221,8 @@ mx_error(struct metrics_writer *mx, const char *kind, const char *msg)
 {
 	if (mx == NULL)
 		return;
-	mx_begin(mx, "error");
-	mx_str(mx, "kind", kind);
+	mx_begin(mx, MX_EV_ERROR);
+	mx_str(mx, MX_KIND, kind);
 	mx_str(mx, "message", msg);
 	mx_end(mx);
 }
@@ -291,9 +291,9 @@ mx_start(struct run *r)
 {
 	struct metrics_writer *mx = r->mx;
 
-	mx_begin(mx, "start");
+	mx_begin(mx, MX_EV_START);
 	mx_num(mx, "time", wall_now());
-	mx_int(mx, "step", r->st.step);
+	mx_int(mx, MX_STEP, r->st.step);
 	mx_str(mx, "resumed_from", r->resumed);
 	mx_int(mx, "ranks", r->d.nranks);
 	mx_int(mx, "threads", ops_threads());
@@ -421,22 +421,22 @@ mx_step(struct run *r, const struct step_out *so, struct interval *iv)
 	    (double)iv->steps;
 
 	loader_tell(r->l, &pos);
-	mx_begin(mx, "step");
-	mx_int(mx, "step", r->st.step);
+	mx_begin(mx, MX_EV_STEP);
+	mx_int(mx, MX_STEP, r->st.step);
 	mx_num(mx, "epoch", (double)pos.epoch + (double)pos.consumed /
 	    (double)loader_epoch_sequences(r->l));
-	mx_num(mx, "loss", so->loss);
+	mx_num(mx, MX_LOSS, so->loss);
 	if (r->mlm)
 		mx_num(mx, "mlm_acc", so->acc);
 	else
 		mx_null(mx, "mlm_acc");
 	mx_num(mx, "lr", so->lr);
 	mx_num(mx, "grad_norm", so->norm);
-	mx_num(mx, "samples_per_s", sps);
+	mx_num(mx, MX_SAMPLES_PER_S, sps);
 	mx_num(mx, "tokens_per_s", sps * r->T);
 	mx_num(mx, "step_ms", iv->s * 1e3 / (double)iv->steps);
-	mx_num(mx, "elapsed_s", r->st.elapsed_s);
-	mx_int(mx, "samples", r->st.samples);
+	mx_num(mx, MX_ELAPSED_S, r->st.elapsed_s);
+	mx_int(mx, MX_SAMPLES, r->st.samples);
 	if (iv->ckpt)
 		mx_num(mx, "checkpoint_ms", iv->stall);
 	if (r->tc.precision == PREC_FP16)
@@ -474,16 +474,16 @@ run_eval_data(struct run *r)
 		gpu_comm_sum_f64(r->gpu, ev, 6);
 	if (mx == NULL)
 		return;
-	mx_begin(mx, "eval");
-	mx_int(mx, "step", r->st.step);
-	mx_num(mx, "elapsed_s", r->st.elapsed_s);
+	mx_begin(mx, MX_EV_EVAL);
+	mx_int(mx, MX_STEP, r->st.step);
+	mx_num(mx, MX_ELAPSED_S, r->st.elapsed_s);
 	if (r->mlm) {
-		mx_num(mx, "loss", ev[2] > 0 ? ev[0] / ev[2] : NAN);
-		mx_num(mx, "accuracy", ev[2] > 0 ? ev[1] / ev[2] : NAN);
+		mx_num(mx, MX_LOSS, ev[2] > 0 ? ev[0] / ev[2] : NAN);
+		mx_num(mx, MX_ACCURACY, ev[2] > 0 ? ev[1] / ev[2] : NAN);
 		mx_int(mx, "masked", (int64_t)ev[2]);
 	} else {
-		mx_num(mx, "loss", ev[5] > 0 ? ev[3] / ev[5] : NAN);
-		mx_num(mx, "accuracy", ev[5] > 0 ? ev[4] / ev[5] : NAN);
+		mx_num(mx, MX_LOSS, ev[5] > 0 ? ev[3] / ev[5] : NAN);
+		mx_num(mx, MX_ACCURACY, ev[5] > 0 ? ev[4] / ev[5] : NAN);
 	}
 	mx_int(mx, "sequences", (int64_t)ev[5]);
 	if (mx_end(mx) != 0)
@@ -499,11 +499,11 @@ mx_summary(struct run *r, int rc, int64_t start, double *sps, size_t nsps,
 	double			 med = median(sps, nsps);
 
 	getrusage(RUSAGE_SELF, &ru);
-	mx_begin(mx, "summary");
-	mx_int(mx, "step", r->st.step);
-	mx_bool(mx, "complete", r->st.step >= r->tc.steps);
-	mx_str(mx, "exit", rc == TRAIN_EXIT_PREEMPTED ? REASON_PREEMPTED : REASON_DONE);
-	mx_int(mx, "samples", r->st.samples);
+	mx_begin(mx, MX_EV_SUMMARY);
+	mx_int(mx, MX_STEP, r->st.step);
+	mx_bool(mx, MX_COMPLETE, r->st.step >= r->tc.steps);
+	mx_str(mx, MX_EXIT, rc == TRAIN_EXIT_PREEMPTED ? REASON_PREEMPTED : REASON_DONE);
+	mx_int(mx, MX_SAMPLES, r->st.samples);
 	mx_int(mx, "steps_this_attempt", r->st.step - start);
 	mx_int(mx, "skip_steps", r->tc.skip_steps);
 	mx_num(mx, "median_samples_per_s", med);
@@ -513,13 +513,13 @@ mx_summary(struct run *r, int rc, int64_t start, double *sps, size_t nsps,
 		mx_num(mx, "mlm_acc", last->acc);
 	else
 		mx_null(mx, "mlm_acc");
-	mx_int(mx, "peak_rss_bytes", (int64_t)ru.ru_maxrss * 1024);
+	mx_int(mx, MX_PEAK_RSS, (int64_t)ru.ru_maxrss * 1024);
 	if (r->gpu != NULL) {
 		mx_int(mx, "gpu_bytes", (int64_t)gpu_peak_bytes(r->gpu));
 		mx_int(mx, "skipped_steps", r->skipped);
 	}
-	mx_num(mx, "elapsed_s", r->st.elapsed_s);
-	mx_obj_begin(mx, "env");
+	mx_num(mx, MX_ELAPSED_S, r->st.elapsed_s);
+	mx_obj_begin(mx, MX_ENV);
 	mx_str(mx, "commit", commit_id());
 	mx_int(mx, "threads", ops_threads());
 	mx_int(mx, "ranks", r->d.nranks);

@@ -145,8 +145,8 @@ check_memory(const struct bert_model *m, int B, int T, int rank,
 	    (double)lim / 1073741824.0);
 	fprintf(stderr, "cadre-train: %s\n", msg);
 	if (mx != NULL) {
-		mx_begin(mx, "error");
-		mx_str(mx, "kind", REASON_OOM);
+		mx_begin(mx, MX_EV_ERROR);
+		mx_str(mx, MX_KIND, REASON_OOM);
 		mx_str(mx, "message", msg);
 		mx_end(mx);
 	}
