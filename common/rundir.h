@@ -107,6 +107,52 @@ enum launch_exit {
 	LAUNCH_EXIT_OOM = 6
 };
 
+/* ---------------------------------------------------------------- train.json */
+
+/* The top-level members (docs/contracts.md "train.json"). */
+#define TJ_VERSION              "version"
+#define TJ_MODEL                "model"
+#define TJ_TASK                 "task"
+#define TJ_DATA                 "data"
+#define TJ_EVAL_DATA            "eval_data"
+#define TJ_VOCAB                "vocab"
+#define TJ_INIT                 "init"
+#define TJ_SEQ_LEN              "seq_len"
+#define TJ_BATCH_SIZE           "batch_size"
+#define TJ_GRAD_ACCUM           "grad_accum"
+#define TJ_STEPS                "steps"
+#define TJ_PRECISION            "precision"
+#define TJ_DEVICE               "device"
+#define TJ_GRAD_CLIP            "grad_clip"
+#define TJ_GRAD_CHECKPOINTING   "grad_checkpointing"
+#define TJ_DROPOUT              "dropout"
+#define TJ_CHECKPOINT_EVERY     "checkpoint_every"
+#define TJ_KEEP_CHECKPOINTS     "keep_checkpoints"
+#define TJ_KEEP_TIMED           "keep_timed"
+#define TJ_LOG_EVERY            "log_every"
+#define TJ_SEED                 "seed"
+#define TJ_SKIP_STEPS           "skip_steps"
+#define TJ_OUT                  "out"
+#define TJ_RESUME               "resume"
+#define TJ_OPTIMIZER            "optimizer"
+/* Members of "optimizer". */
+#define TJ_OPT_NAME             "name"
+#define TJ_OPT_LR               "lr"
+#define TJ_OPT_WEIGHT_DECAY     "weight_decay"
+#define TJ_OPT_BETA1            "beta1"
+#define TJ_OPT_BETA2            "beta2"
+#define TJ_OPT_EPS              "eps"
+#define TJ_OPT_WARMUP           "warmup"
+#define TJ_OPT_SCHEDULE         "schedule"
+#define TJ_OPT_POWER            "power"
+/* Members of "model" when it is an object of dimensions. */
+#define TJ_MODEL_LAYERS         "layers"
+#define TJ_MODEL_HIDDEN         "hidden"
+#define TJ_MODEL_HEADS          "heads"
+#define TJ_MODEL_INTERMEDIATE   "intermediate"
+#define TJ_MODEL_VOCAB_SIZE     "vocab_size"
+#define TJ_MODEL_MAX_POSITION   "max_position"
+
 /* ---------------------------------------------------------------- metrics.jsonl */
 
 /* Every line is a JSON object with an "event" member. */

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "jobscript.h"
 #include "json.h"
+#include "rundir.h"
 #include "spec.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -584,66 +585,66 @@ jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "run dir: expected an absolute path "
 		    "without control characters");
 	o = json_object();
-	set_int(o, "version", 1);
+	set_int(o, TJ_VERSION, 1);
 	model = spec_run_string(r, SPEC_K_MODEL);
 	if (model != NULL && strcmp(model, "custom") != 0)
-		json_object_set_new(o, "model", json_string(model));
+		json_object_set_new(o, TJ_MODEL, json_string(model));
 	else {
 		/* an explicit model goes over with every dimension resolved
 		 * (intermediate 0 is 4 x hidden by then) */
 		spec_run_model(r, &m);
 		mo = json_object();
-		set_int(mo, "layers", m.layers);
-		set_int(mo, "hidden", m.hidden);
-		set_int(mo, "heads", m.heads);
-		set_int(mo, "intermediate", m.intermediate);
-		set_int(mo, "vocab_size", m.vocab_size);
-		set_int(mo, "max_position", m.max_position);
-		json_object_set_new(o, "model", mo);
+		set_int(mo, TJ_MODEL_LAYERS, m.layers);
+		set_int(mo, TJ_MODEL_HIDDEN, m.hidden);
+		set_int(mo, TJ_MODEL_HEADS, m.heads);
+		set_int(mo, TJ_MODEL_INTERMEDIATE, m.intermediate);
+		set_int(mo, TJ_MODEL_VOCAB_SIZE, m.vocab_size);
+		set_int(mo, TJ_MODEL_MAX_POSITION, m.max_position);
+		json_object_set_new(o, TJ_MODEL, mo);
 	}
-	json_object_set_new(o, "task",
+	json_object_set_new(o, TJ_TASK,
 	    json_string(spec_run_string(r, SPEC_K_TASK)));
 	/* Staged, the trainer reads the node-local copy. */
-	json_object_set_new(o, "data", path_value(s, r,
+	json_object_set_new(o, TJ_DATA, path_value(s, r,
 	    spec_run_is_set(r, SPEC_K_STAGE_TO) ? SPEC_K_STAGE_TO : SPEC_K_DATA));
-	json_object_set_new(o, "eval_data", path_value(s, r, SPEC_K_EVAL_DATA));
-	json_object_set_new(o, "vocab", path_value(s, r, SPEC_K_VOCAB));
-	json_object_set_new(o, "init", path_value(s, r, SPEC_K_INIT));
-	set_int(o, "seq_len", spec_run_int(r, SPEC_K_SEQ_LEN));
-	set_int(o, "batch_size", spec_run_int(r, SPEC_K_BATCH_SIZE));
-	set_int(o, "grad_accum", spec_run_int(r, SPEC_K_GRAD_ACCUM));
-	set_int(o, "steps", spec_run_int(r, SPEC_K_STEPS));
-	json_object_set_new(o, "precision",
+	json_object_set_new(o, TJ_EVAL_DATA, path_value(s, r, SPEC_K_EVAL_DATA));
+	json_object_set_new(o, TJ_VOCAB, path_value(s, r, SPEC_K_VOCAB));
+	json_object_set_new(o, TJ_INIT, path_value(s, r, SPEC_K_INIT));
+	set_int(o, TJ_SEQ_LEN, spec_run_int(r, SPEC_K_SEQ_LEN));
+	set_int(o, TJ_BATCH_SIZE, spec_run_int(r, SPEC_K_BATCH_SIZE));
+	set_int(o, TJ_GRAD_ACCUM, spec_run_int(r, SPEC_K_GRAD_ACCUM));
+	set_int(o, TJ_STEPS, spec_run_int(r, SPEC_K_STEPS));
+	json_object_set_new(o, TJ_PRECISION,
 	    json_string(spec_run_string(r, SPEC_K_PRECISION)));
 	opt = json_object();
-	json_object_set_new(opt, "name",
+	json_object_set_new(opt, TJ_OPT_NAME,
 	    json_string(spec_run_string(r, SPEC_K_OPT_NAME)));
-	set_real(opt, "lr", spec_run_double(r, SPEC_K_OPT_LR));
-	set_real(opt, "weight_decay", spec_run_double(r,
+	set_real(opt, TJ_OPT_LR, spec_run_double(r, SPEC_K_OPT_LR));
+	set_real(opt, TJ_OPT_WEIGHT_DECAY, spec_run_double(r,
 	    SPEC_K_OPT_WEIGHT_DECAY));
-	set_real(opt, "beta1", spec_run_double(r, SPEC_K_OPT_BETA1));
-	set_real(opt, "beta2", spec_run_double(r, SPEC_K_OPT_BETA2));
-	set_real(opt, "eps", spec_run_double(r, SPEC_K_OPT_EPS));
-	set_real(opt, "warmup", spec_run_double(r, SPEC_K_OPT_WARMUP));
-	json_object_set_new(opt, "schedule",
+	set_real(opt, TJ_OPT_BETA1, spec_run_double(r, SPEC_K_OPT_BETA1));
+	set_real(opt, TJ_OPT_BETA2, spec_run_double(r, SPEC_K_OPT_BETA2));
+	set_real(opt, TJ_OPT_EPS, spec_run_double(r, SPEC_K_OPT_EPS));
+	set_real(opt, TJ_OPT_WARMUP, spec_run_double(r, SPEC_K_OPT_WARMUP));
+	json_object_set_new(opt, TJ_OPT_SCHEDULE,
 	    json_string(spec_run_string(r, SPEC_K_OPT_SCHEDULE)));
-	set_real(opt, "power", spec_run_double(r, SPEC_K_OPT_POWER));
-	json_object_set_new(o, "optimizer", opt);
-	set_real(o, "grad_clip", spec_run_double(r, SPEC_K_GRAD_CLIP));
-	json_object_set_new(o, "grad_checkpointing",
+	set_real(opt, TJ_OPT_POWER, spec_run_double(r, SPEC_K_OPT_POWER));
+	json_object_set_new(o, TJ_OPTIMIZER, opt);
+	set_real(o, TJ_GRAD_CLIP, spec_run_double(r, SPEC_K_GRAD_CLIP));
+	json_object_set_new(o, TJ_GRAD_CHECKPOINTING,
 	    json_boolean(spec_run_bool(r, SPEC_K_GRAD_CHECKPOINTING)));
-	set_real(o, "dropout", spec_run_double(r, SPEC_K_DROPOUT));
-	set_int(o, "checkpoint_every", spec_run_int(r,
+	set_real(o, TJ_DROPOUT, spec_run_double(r, SPEC_K_DROPOUT));
+	set_int(o, TJ_CHECKPOINT_EVERY, spec_run_int(r,
 	    SPEC_K_CHECKPOINT_EVERY));
-	set_int(o, "keep_checkpoints", spec_run_int(r,
+	set_int(o, TJ_KEEP_CHECKPOINTS, spec_run_int(r,
 	    SPEC_K_KEEP_CHECKPOINTS));
-	json_object_set_new(o, "keep_timed", json_boolean(strcmp(
+	json_object_set_new(o, TJ_KEEP_TIMED, json_boolean(strcmp(
 	    spec_run_string(r, SPEC_K_KEEP_TIMED), "none") != 0));
-	set_int(o, "log_every", spec_run_int(r, SPEC_K_LOG_EVERY));
-	set_int(o, "seed", spec_run_int(r, SPEC_K_SEED));
-	set_int(o, "skip_steps", spec_run_int(r, SPEC_K_MEASURE_SKIP_STEPS));
-	json_object_set_new(o, "out", json_string(run_dir));
-	json_object_set_new(o, "resume", json_string("auto"));
+	set_int(o, TJ_LOG_EVERY, spec_run_int(r, SPEC_K_LOG_EVERY));
+	set_int(o, TJ_SEED, spec_run_int(r, SPEC_K_SEED));
+	set_int(o, TJ_SKIP_STEPS, spec_run_int(r, SPEC_K_MEASURE_SKIP_STEPS));
+	json_object_set_new(o, TJ_OUT, json_string(run_dir));
+	json_object_set_new(o, TJ_RESUME, json_string("auto"));
 	/* json_string() refuses invalid UTF-8 (a run dir could hold it) and
 	 * the member is then left out: the trainer would find it missing */
 	if (json_object_size(o) != TRAIN_JSON_KEYS ||

@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "rundir.h"
 #include "strutil.h"
 #include "tjson.h"
 #include "traincfg.h"
@@ -35,52 +36,52 @@ static const char *const sched_names[] = { "constant", "linear", "poly", NULL };
 
 #define O(f) offsetof(struct train_config, f)
 static const struct key top_keys[] = {
-	{ "version", K_INT, O(version), 1, 1e9, 0, NULL },
-	{ "task", K_ENUM, O(task), 0, 0, 0, task_names },
-	{ "data", K_PATH, O(data), 0, 0, 0, NULL },
-	{ "eval_data", K_PATH, O(eval_data), 0, 0, 1, NULL },
-	{ "vocab", K_PATH, O(vocab), 0, 0, 1, NULL },
-	{ "init", K_PATH, O(init), 0, 0, 1, NULL },
-	{ "seq_len", K_INT, O(seq_len), 2, 65536, 0, NULL },
-	{ "batch_size", K_INT, O(batch_size), 1, 65536, 0, NULL },
-	{ "grad_accum", K_INT, O(grad_accum), 1, 65536, 0, NULL },
-	{ "steps", K_I64, O(steps), 1, 1e12, 0, NULL },
-	{ "precision", K_ENUM, O(precision), 0, 0, 0, prec_names },
-	{ "device", K_ENUM, O(device), 0, 0, 0, device_names },
-	{ "grad_clip", K_DBL, O(grad_clip), 0, 1e9, 0, NULL },
-	{ "grad_checkpointing", K_BOOL, O(grad_checkpointing), 0, 0, 0, NULL },
-	{ "dropout", K_DBL, O(dropout), 0, 0.99, 0, NULL },
-	{ "checkpoint_every", K_DBL, O(checkpoint_every), 0, 1e9, 0, NULL },
-	{ "keep_checkpoints", K_INT, O(keep_checkpoints), 1, 1000000, 0, NULL },
-	{ "keep_timed", K_BOOL, O(keep_timed), 0, 0, 0, NULL },
-	{ "log_every", K_INT, O(log_every), 1, 1e9, 0, NULL },
-	{ "seed", K_U64, O(seed), 0, 0, 0, NULL },
-	{ "skip_steps", K_I64, O(skip_steps), 0, 1e12, 0, NULL },
-	{ "out", K_PATH, O(out), 0, 0, 0, NULL },
-	{ "resume", K_STR, O(resume), 0, 0, 0, NULL },
+	{ TJ_VERSION, K_INT, O(version), 1, 1e9, 0, NULL },
+	{ TJ_TASK, K_ENUM, O(task), 0, 0, 0, task_names },
+	{ TJ_DATA, K_PATH, O(data), 0, 0, 0, NULL },
+	{ TJ_EVAL_DATA, K_PATH, O(eval_data), 0, 0, 1, NULL },
+	{ TJ_VOCAB, K_PATH, O(vocab), 0, 0, 1, NULL },
+	{ TJ_INIT, K_PATH, O(init), 0, 0, 1, NULL },
+	{ TJ_SEQ_LEN, K_INT, O(seq_len), 2, 65536, 0, NULL },
+	{ TJ_BATCH_SIZE, K_INT, O(batch_size), 1, 65536, 0, NULL },
+	{ TJ_GRAD_ACCUM, K_INT, O(grad_accum), 1, 65536, 0, NULL },
+	{ TJ_STEPS, K_I64, O(steps), 1, 1e12, 0, NULL },
+	{ TJ_PRECISION, K_ENUM, O(precision), 0, 0, 0, prec_names },
+	{ TJ_DEVICE, K_ENUM, O(device), 0, 0, 0, device_names },
+	{ TJ_GRAD_CLIP, K_DBL, O(grad_clip), 0, 1e9, 0, NULL },
+	{ TJ_GRAD_CHECKPOINTING, K_BOOL, O(grad_checkpointing), 0, 0, 0, NULL },
+	{ TJ_DROPOUT, K_DBL, O(dropout), 0, 0.99, 0, NULL },
+	{ TJ_CHECKPOINT_EVERY, K_DBL, O(checkpoint_every), 0, 1e9, 0, NULL },
+	{ TJ_KEEP_CHECKPOINTS, K_INT, O(keep_checkpoints), 1, 1000000, 0, NULL },
+	{ TJ_KEEP_TIMED, K_BOOL, O(keep_timed), 0, 0, 0, NULL },
+	{ TJ_LOG_EVERY, K_INT, O(log_every), 1, 1e9, 0, NULL },
+	{ TJ_SEED, K_U64, O(seed), 0, 0, 0, NULL },
+	{ TJ_SKIP_STEPS, K_I64, O(skip_steps), 0, 1e12, 0, NULL },
+	{ TJ_OUT, K_PATH, O(out), 0, 0, 0, NULL },
+	{ TJ_RESUME, K_STR, O(resume), 0, 0, 0, NULL },
 	{ NULL, 0, 0, 0, 0, 0, NULL }
 };
 static const struct key opt_keys[] = {
-	{ "name", K_ENUM, O(optimizer), 0, 0, 0, opt_names },
-	{ "lr", K_DBL, O(lr), 0, 10, 0, NULL },
-	{ "weight_decay", K_DBL, O(weight_decay), 0, 10, 0, NULL },
-	{ "beta1", K_DBL, O(beta1), 0, 0.999999, 0, NULL },
-	{ "beta2", K_DBL, O(beta2), 0, 0.999999999, 0, NULL },
-	{ "eps", K_DBL, O(eps), 1e-30, 1, 0, NULL },
-	{ "warmup", K_DBL, O(warmup), 0, 1, 0, NULL },
-	{ "schedule", K_ENUM, O(schedule), 0, 0, 0, sched_names },
-	{ "power", K_DBL, O(power), 0, 100, 0, NULL },
+	{ TJ_OPT_NAME, K_ENUM, O(optimizer), 0, 0, 0, opt_names },
+	{ TJ_OPT_LR, K_DBL, O(lr), 0, 10, 0, NULL },
+	{ TJ_OPT_WEIGHT_DECAY, K_DBL, O(weight_decay), 0, 10, 0, NULL },
+	{ TJ_OPT_BETA1, K_DBL, O(beta1), 0, 0.999999, 0, NULL },
+	{ TJ_OPT_BETA2, K_DBL, O(beta2), 0, 0.999999999, 0, NULL },
+	{ TJ_OPT_EPS, K_DBL, O(eps), 1e-30, 1, 0, NULL },
+	{ TJ_OPT_WARMUP, K_DBL, O(warmup), 0, 1, 0, NULL },
+	{ TJ_OPT_SCHEDULE, K_ENUM, O(schedule), 0, 0, 0, sched_names },
+	{ TJ_OPT_POWER, K_DBL, O(power), 0, 100, 0, NULL },
 	{ NULL, 0, 0, 0, 0, 0, NULL }
 };
 #undef O
 #define D(f) offsetof(struct train_config, f)
 static const struct key dim_keys[] = {
-	{ "layers", K_INT, D(layers), 1, 256, 0, NULL },
-	{ "hidden", K_INT, D(hidden), 1, 65536, 0, NULL },
-	{ "heads", K_INT, D(heads), 1, 65536, 0, NULL },
-	{ "intermediate", K_INT, D(intermediate), 1, 262144, 0, NULL },
-	{ "vocab_size", K_INT, D(vocab_size), 1, 4194304, 0, NULL },
-	{ "max_position", K_INT, D(max_position), 1, 65536, 0, NULL },
+	{ TJ_MODEL_LAYERS, K_INT, D(layers), 1, 256, 0, NULL },
+	{ TJ_MODEL_HIDDEN, K_INT, D(hidden), 1, 65536, 0, NULL },
+	{ TJ_MODEL_HEADS, K_INT, D(heads), 1, 65536, 0, NULL },
+	{ TJ_MODEL_INTERMEDIATE, K_INT, D(intermediate), 1, 262144, 0, NULL },
+	{ TJ_MODEL_VOCAB_SIZE, K_INT, D(vocab_size), 1, 4194304, 0, NULL },
+	{ TJ_MODEL_MAX_POSITION, K_INT, D(max_position), 1, 65536, 0, NULL },
 	{ NULL, 0, 0, 0, 0, 0, NULL }
 };
 #undef D
@@ -268,8 +269,8 @@ set_object(struct train_config *c, const struct key *table,
 				return CADRE_ERR_INVALID;
 			}
 		/* "model" and "optimizer" are objects handled apart */
-		if (table == top_keys && (strcmp(n->key, "model") == 0 ||
-		    strcmp(n->key, "optimizer") == 0))
+		if (table == top_keys && (strcmp(n->key, TJ_MODEL) == 0 ||
+		    strcmp(n->key, TJ_OPTIMIZER) == 0))
 			continue;
 		for (k = table; k->name != NULL; k++)
 			if (strcmp(k->name, n->key) == 0)
@@ -363,7 +364,7 @@ traincfg_parse(struct train_config *c, const char *text, size_t len,
 		goto out;
 	}
 	/* The version first: a newer file's other keys may not be ours. */
-	if ((ver = tj_get(root, "version")) != NULL && ver->type == TJ_NUMBER &&
+	if ((ver = tj_get(root, TJ_VERSION)) != NULL && ver->type == TJ_NUMBER &&
 	    ver->is_uint && ver->u > TRAINCFG_VERSION) {
 		snprintf(err, errlen, "%s: version %llu is newer than this cadre-train "
 		    "reads (%d): upgrade cadre-train", name, (unsigned long long)ver->u,
@@ -372,9 +373,9 @@ traincfg_parse(struct train_config *c, const char *text, size_t len,
 		goto out;
 	}
 	for (n = root->child; n != NULL; n = n->next) {
-		if (strcmp(n->key, "model") == 0)
+		if (strcmp(n->key, TJ_MODEL) == 0)
 			model = n;
-		else if (strcmp(n->key, "optimizer") == 0)
+		else if (strcmp(n->key, TJ_OPTIMIZER) == 0)
 			opt = n;
 	}
 	if ((error = set_object(c, top_keys, root, name, "", err, errlen)) != 0)
@@ -462,9 +463,9 @@ int
 traincfg_expand_paths(struct train_config *c, char *err, size_t errlen)
 {
 	struct { const char *key; char **p; } paths[] = {
-		{ "data", &c->data }, { "eval_data", &c->eval_data },
-		{ "vocab", &c->vocab }, { "init", &c->init },
-		{ "out", &c->out }, { "resume", &c->resume },
+		{ TJ_DATA, &c->data }, { TJ_EVAL_DATA, &c->eval_data },
+		{ TJ_VOCAB, &c->vocab }, { TJ_INIT, &c->init },
+		{ TJ_OUT, &c->out }, { TJ_RESUME, &c->resume },
 	};
 	size_t	 i;
 	char	*x, *var;
