@@ -198,8 +198,9 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 	rank_kinds(ranks, &rk);
 	/*
 	 * The end reason, root causes first (docs/contracts.md): when one
-	 * rank dies, mpirun stops the others (SIGTERM, which the trainer answers with a checkpoint
-	 * and exit 75), so their exits say less than the first one's.
+	 * rank dies, mpirun stops the others (SIGTERM, which the trainer
+	 * answers with a checkpoint and exit 75), so their exits say less
+	 * than the first one's.
 	 */
 	if (preempted) {
 		rc = LAUNCH_EXIT_PREEMPTED;
