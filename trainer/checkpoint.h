@@ -30,7 +30,7 @@ struct ckpt_state {
 	float		loss_scale;	/* 1 in fp32 */
 	double		wall_time;	/* UNIX time it was taken */
 	/* The timed mark it stands for: a multiple of checkpoint_every of
-	 * elapsed_s (contract C9); 0: none. Only in meta.json. */
+	 * elapsed_s (docs/contracts.md); 0: none. Only in meta.json. */
 	double		due_s;
 };
 

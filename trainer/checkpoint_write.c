@@ -259,7 +259,7 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	    "  \"seed\": %" PRIu64 ",\n  \"parameters\": %zu,\n",
 	    CKPT_VERSION, st->step, st->wall_time, st->elapsed_s, st->samples,
 	    st->epoch, st->consumed, st->seed, m->nparams);
-	/* only a timed one has it: cadred records those (contract C9) */
+	/* only a timed one has it: cadred records those (docs/contracts.md) */
 	if (st->due_s > 0)
 		cbuf_addf(&meta, "  \"due_s\": %.17g,\n", st->due_s);
 	cbuf_adds(&meta, "  \"files\": {\n");

@@ -1,5 +1,5 @@
 /* metrics.jsonl: one JSON object per line, appended by rank 0 of every
- * attempt (contract C5, docs/trainer.md "Metrics"). A line is built with
+ * attempt (docs/contracts.md, docs/trainer.md "Metrics"). A line is built with
  * mx_* calls and written with one write(2), so a killed trainer leaves
  * whole lines only. */
 #ifndef CADRE_METRICS_H

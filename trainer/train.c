@@ -612,7 +612,7 @@ cmd_train(int argc, char **argv)
 	t_attempt = mono_s();
 	elapsed0 = r.st.elapsed_s;
 	/* Timed checkpoints at multiples of checkpoint_every of training
-	 * time over all attempts (contract C9): a resumed attempt aims at
+	 * time over all attempts (docs/contracts.md): a resumed attempt aims at
 	 * the next multiple, so a requeue does not shift the marks. */
 	next_mark = r.tc.checkpoint_every > 0 ? (floor(elapsed0 /
 	    r.tc.checkpoint_every) + 1) * r.tc.checkpoint_every : INFINITY;
