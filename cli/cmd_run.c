@@ -64,7 +64,7 @@ run_opt(void *ctx, const char *name, const char *arg)
 		    o->rank > 1000000) {
 			fprintf(stderr, "cadre logs: --rank: expected a rank "
 			    "number, got '%s'\n", arg);
-			return CLI_EXIT_USAGE;
+			return -1;
 		}
 	}
 	return 0;
