@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "error.h"
 #include "log.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -145,7 +146,7 @@ cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	while ((c = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
 		if (c == 'h') {
 			cli_help(cmd, stdout);
-			rc = -2;
+			rc = CADRE_ERR_CANCELLED;
 			goto out;
 		}
 		if (c == '?' || c == ':') {
@@ -157,7 +158,7 @@ cli_parse(const struct cli_command *cmd, int argc, char **argv,
 				cli_usage_error(cmd, c == '?' ? "unknown option "
 				    "'%s'" : "option '%s' needs an argument",
 				    argv[optind - 1]);
-			rc = -1;
+			rc = CADRE_ERR_INVALID;
 			goto out;
 		}
 		if (c >= 256)
@@ -172,7 +173,10 @@ cli_parse(const struct cli_command *cmd, int argc, char **argv,
 			fatalx("cli_parse: option '%c' not in the table", c);
 		if ((rc = opt(ctx, o->name, o->arg != NULL ? optarg : NULL)) !=
 		    0) {
-			rc = rc > 0 ? -rc : rc;
+			/* a positive value would pass for an operand's index */
+			if (rc > 0)
+				fatalx("cli_parse: --%s: the option callback "
+				    "returned %d", o->name, rc);
 			goto out;
 		}
 	}

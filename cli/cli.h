@@ -64,10 +64,12 @@ int cli_report_print(const char *db, const char *exp_id, FILE *fp);
 
 /*
  * Parses cmd's options in argv (argv[0] is the command name). For each
- * option given, calls opt(ctx, long name, its argument or NULL); a
- * non-zero return stops with that value. Returns the index of the first
- * operand (options and operands may be mixed), or -1 after printing a usage
- * error, or -2 after printing --help: the caller exits 2 or 0.
+ * option given, calls opt(ctx, long name, its argument or NULL), which
+ * returns 0 or a negative enum cadre_err (CADRE_ERR_INVALID after printing
+ * a usage error); a failure stops with that value. Returns the index of the
+ * first operand (options and operands may be mixed), CADRE_ERR_INVALID
+ * after printing a usage error, or CADRE_ERR_CANCELLED after printing
+ * --help: the caller exits 2 or 0.
  */
 int cli_parse(const struct cli_command *cmd, int argc, char **argv,
     int (*opt)(void *ctx, const char *name, const char *arg), void *ctx);

@@ -43,13 +43,13 @@ export_opt(void *ctx, const char *name, const char *arg)
 		if (duration_parse(arg, &o->at) != 0 || o->at <= 0) {
 			cli_usage_error(&cli_cmd_export, "--at '%s': expected a "
 			    "training time such as 20m or 1h", arg);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 	} else if (strcmp(name, "step") == 0) {
 		if (str_to_int64(arg, &o->step) != 0 || o->step < 0) {
 			cli_usage_error(&cli_cmd_export, "--step '%s': expected "
 			    "a step number", arg);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 	} else if (strcmp(name, "state-dir") == 0)
 		o->state_dir = arg;
@@ -178,7 +178,8 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 
 	memset(&p, 0, sizeof p);
 	if ((first = cli_parse(cmd, argc, argv, export_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (argc - first != 2) {
 		cli_usage_error(cmd, "expected RUN and DIR");
 		return CLI_EXIT_USAGE;

@@ -352,7 +352,8 @@ run_import(const struct cli_command *cmd, int argc, char **argv)
 	memset(&sr, 0, sizeof sr);
 	cbuf_init(&spectext, SPEC_MAX_BYTES);
 	if ((first = cli_parse(cmd, argc, argv, import_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (first != argc - 1) {
 		cli_usage_error(cmd, "expected one run directory");
 		return CLI_EXIT_USAGE;

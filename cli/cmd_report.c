@@ -51,17 +51,17 @@ parse_at(struct report_opts *o, const char *arg)
 			cli_usage_error(&cli_cmd_report, "--at '%s': expected "
 			    "training times such as 20m or 20m,40m (each > 0)",
 			    tok);
-			rc = -1;
+			rc = CADRE_ERR_INVALID;
 		} else if (o->nat == REPORT_AT_MAX) {
 			cli_usage_error(&cli_cmd_report, "--at: at most %d "
 			    "times", REPORT_AT_MAX);
-			rc = -1;
+			rc = CADRE_ERR_INVALID;
 		} else
 			o->at[o->nat++] = (double)v;
 	}
 	if (rc == 0 && o->nat == 0) {
 		cli_usage_error(&cli_cmd_report, "--at '%s': no time given", arg);
-		rc = -1;
+		rc = CADRE_ERR_INVALID;
 	}
 	free(copy);
 	return rc;
@@ -82,7 +82,7 @@ report_opt(void *ctx, const char *name, const char *arg)
 		else {
 			cli_usage_error(&cli_cmd_report, "--format '%s': "
 			    "expected md, csv or json", arg);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 	} else if (strcmp(name, "plot") == 0)
 		o->plot = arg;
@@ -165,7 +165,8 @@ run_report(const struct cli_command *cmd, int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.format = FMT_MD;
 	if ((first = cli_parse(cmd, argc, argv, report_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (first >= argc) {
 		cli_usage_error(cmd, "no experiment given");
 		return CLI_EXIT_USAGE;

@@ -64,7 +64,7 @@ run_opt(void *ctx, const char *name, const char *arg)
 		    o->rank > 1000000) {
 			fprintf(stderr, "cadre logs: --rank: expected a rank "
 			    "number, got '%s'\n", arg);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 	}
 	return 0;
@@ -214,7 +214,8 @@ run_submit(const struct cli_command *cmd, int argc, char **argv)
 	int		 first, rc;
 
 	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (argc - first != 1) {
 		cli_usage_error(cmd, "expected one spec file");
 		return CLI_EXIT_USAGE;
@@ -254,7 +255,8 @@ run_status(const struct cli_command *cmd, int argc, char **argv)
 	int		 first;
 
 	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (argc - first > 1) {
 		cli_usage_error(cmd, "expected at most one experiment or run");
 		return CLI_EXIT_USAGE;
@@ -322,7 +324,8 @@ run_watch(const struct cli_command *cmd, int argc, char **argv)
 	int		 first, tty = isatty(STDOUT_FILENO), rc;
 
 	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (argc - first != 1) {
 		cli_usage_error(cmd, "expected one experiment or run");
 		return CLI_EXIT_USAGE;
@@ -390,7 +393,8 @@ run_logs(const struct cli_command *cmd, int argc, char **argv)
 	int		 first, fd = -1, rc = CLI_EXIT_FAIL, ticks = 0, fin;
 
 	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (argc - first != 1) {
 		cli_usage_error(cmd, "expected one run id");
 		return CLI_EXIT_USAGE;
@@ -458,7 +462,8 @@ run_cancel(const struct cli_command *cmd, int argc, char **argv)
 	int		 first, rc;
 
 	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (argc - first != 1) {
 		cli_usage_error(cmd, "expected one experiment or run");
 		return CLI_EXIT_USAGE;
@@ -502,7 +507,8 @@ run_run(const struct cli_command *cmd, int argc, char **argv)
 	monitor_config_init(&cfg);
 	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0) {
 		monitor_config_free(&cfg);
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	}
 	if (argc - first != 1) {
 		cli_usage_error(cmd, "expected one spec file");

@@ -200,7 +200,8 @@ run_script(const struct cli_command *cmd, int argc, char **argv)
 	int			 first, rc = CLI_EXIT_FAIL, e;
 
 	if ((first = cli_parse(cmd, argc, argv, script_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (first != argc - 1) {
 		cli_usage_error(cmd, "expected one spec file");
 		return CLI_EXIT_USAGE;

@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "diag.h"
+#include "error.h"
 #include "spec.h"
 #include "xmalloc.h"
 
@@ -55,7 +56,8 @@ run_validate(const struct cli_command *cmd, int argc, char **argv)
 	int			 i, first, bad = 0;
 
 	if ((first = cli_parse(cmd, argc, argv, validate_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (first >= argc) {
 		cli_usage_error(cmd, "no spec file given");
 		return CLI_EXIT_USAGE;
@@ -374,7 +376,8 @@ run_plan(const struct cli_command *cmd, int argc, char **argv)
 	int			 first, rc;
 
 	if ((first = cli_parse(cmd, argc, argv, plan_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (argc - first != 1) {
 		cli_usage_error(cmd, first >= argc ? "no spec file given" :
 		    "give one spec file, not %d", argc - first);
@@ -439,7 +442,8 @@ run_keys(const struct cli_command *cmd, int argc, char **argv)
 	int			first;
 
 	if ((first = cli_parse(cmd, argc, argv, keys_opt, &o)) < 0)
-		return first == -2 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
 	if (first < argc) {
 		cli_usage_error(cmd, "unexpected argument '%s'", argv[first]);
 		return CLI_EXIT_USAGE;
