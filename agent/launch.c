@@ -434,7 +434,7 @@ cmd_launch(int argc, char **argv)
 	 * during the setup must not kill us): read in the wait and while
 	 * mpirun runs. */
 	if ((l.sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP,
-	    SIGUSR1, SIGCHLD }, 5)) == -1)
+	    SIGUSR1, SIGCHLD }, 5)) < 0)
 		fatal("pipe");
 	pthread_mutex_init(&l.mu, NULL);
 	l.startup_timeout = 180;

@@ -201,7 +201,7 @@ cmd_rank(int argc, char **argv)
 	}
 
 	if ((sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP,
-	    SIGUSR1, SIGUSR2 }, 5)) == -1 ||
+	    SIGUSR1, SIGUSR2 }, 5)) < 0 ||
 	    pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1)
 		fatal("pipe");
 

@@ -301,7 +301,7 @@ cmd_rsh(int argc, char **argv)
 	}
 
 	if ((r.sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP },
-	    3)) == -1)
+	    3)) < 0)
 		fatal("pipe");
 
 	if ((r.event = ssh_event_new()) == NULL ||

@@ -409,7 +409,7 @@ cmd_serve(int argc, char **argv)
 	sv.kids = xcalloc((size_t)sv.maxkids, sizeof *sv.kids);
 
 	if ((sv.sigfd = sigpipe_open((const int[]){ SIGTERM, SIGINT, SIGHUP,
-	    SIGCHLD }, 4)) == -1)
+	    SIGCHLD }, 4)) < 0)
 		fatal("pipe");
 
 	if (serve_listen(&sv, addr, port) != 0)

@@ -606,7 +606,7 @@ session_run(int fd, const struct session_config *cfg)
 	alarm((unsigned)cfg->login_grace);
 
 	if ((se.sigfd = sigpipe_open((const int[]){ SIGCHLD, SIGTERM, SIGINT,
-	    SIGHUP }, 4)) == -1)
+	    SIGHUP }, 4)) < 0)
 		goto out;
 
 	if ((se.ssh = ssh_new()) == NULL || (bind = ssh_bind_new()) == NULL)

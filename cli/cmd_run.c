@@ -564,7 +564,7 @@ run_run(const struct cli_command *cmd, int argc, char **argv)
 	fprintf(stderr, "cadre run: experiment %s (%s): %" PRId64 " run%s; "
 	    "Ctrl-C cancels them\n", exp, jstr(rep, "name"), jint(rep, "runs"),
 	    jint(rep, "runs") == 1 ? "" : "s");
-	if ((sigfd = sigpipe_open(sigs, 2)) == -1) {
+	if ((sigfd = sigpipe_open(sigs, 2)) < 0) {
 		fprintf(stderr, "cadre run: signals: %s\n", strerror(errno));
 		goto out;
 	}

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "sigpipe.h"
 
 /* The write end: the one thing the handler touches. */
@@ -32,7 +33,7 @@ sigpipe_open(const int *sigs, size_t n)
 
 	sigpipe_close();
 	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == -1)
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	sigpipe_rfd = fds[0];
 	sigpipe_wfd = fds[1];
 	memset(&sa, 0, sizeof sa);

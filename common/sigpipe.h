@@ -8,9 +8,9 @@
 #include <stddef.h>
 
 /* Opens the pipe (both ends close-on-exec and non-blocking), routes the n
- * signals of sigs to it and ignores SIGPIPE. Returns the read end, or -1
- * with errno set. A pipe opened before (inherited through fork) is
- * closed first. */
+ * signals of sigs to it and ignores SIGPIPE. Returns the read end, or
+ * CADRE_ERR_SYSTEM with errno set. A pipe opened before (inherited through
+ * fork) is closed first. */
 int sigpipe_open(const int *sigs, size_t n);
 /* Closes the pipe; the handlers stay and write nothing from then on. */
 void sigpipe_close(void);

@@ -353,7 +353,7 @@ main(int argc, char **argv)
 		    cadre_strerror(rc));
 	if ((d.notifier = notify_new()) != NULL)
 		monitor_set_notifier(d.mon, d.notifier);
-	if ((sigfd = sigpipe_open(sigs, sizeof sigs / sizeof sigs[0])) == -1)
+	if ((sigfd = sigpipe_open(sigs, sizeof sigs / sizeof sigs[0])) < 0)
 		fatal("sigpipe_open");
 	if (server_open(sock, handle, NULL, &d.srv) != 0)
 		fatalx("cannot listen on %s", sock);
