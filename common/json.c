@@ -132,13 +132,14 @@ cjson_get_bool(const json_t *obj, const char *key, int *out)
 	return 0;
 }
 
-/* fsync the directory holding path, so that a rename into it is durable. */
+/* fsync the directory holding path, so that a rename into it is durable:
+ * 0, or CADRE_ERR_SYSTEM with errno set. */
 static int
 cjson_sync_dir(const char *path)
 {
 	char		*dir;
 	const char	*slash;
-	int		 r;
+	int		 r, saved;
 
 	if ((slash = strrchr(path, '/')) == NULL)
 		dir = xstrdup(".");
@@ -146,8 +147,10 @@ cjson_sync_dir(const char *path)
 		dir = xstrdup("/");
 	else
 		dir = xstrndup(path, (size_t)(slash - path));
-	r = fs_fsync_dir(dir);
+	r = fs_fsync_dir(dir) == 0 ? 0 : CADRE_ERR_SYSTEM;
+	saved = errno;
 	free(dir);
+	errno = saved;
 	return r;
 }
 
@@ -197,7 +200,7 @@ cjson_write_atomic(const char *path, const json_t *obj, int mode)
 		goto out;
 	free(tmp);
 	tmp = NULL;	/* renamed: nothing to unlink */
-	if (cjson_sync_dir(path) == -1)
+	if (cjson_sync_dir(path) != 0)
 		goto out;
 	error = 0;
 

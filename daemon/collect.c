@@ -414,7 +414,7 @@ collect_thin(struct state *st, const char *run_id, const char *run_dir,
 			continue;
 		xasprintf(&dir, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX "%" PRId64, run_dir,
 		    t.step[i]);
-		if (fs_remove_flat_dir(dir) == -1)
+		if (fs_remove_flat_dir(dir) != 0)
 			log_warn("run %s: %s: %s", run_id, dir, strerror(errno));
 		else if ((rc = state_set_checkpoint_removed(st, run_id,
 		    t.step[i])) == 0)
