@@ -103,7 +103,7 @@ local_parse_stat(const char *buf, long *ppid, unsigned long long *ticks,
 	/* the command name may hold spaces and parentheses: fields count
 	 * from the last ')' */
 	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
-		return -1;
+		return CADRE_ERR_INVALID;
 	p += 2;
 	*zombie = *p == 'Z' || *p == 'X';
 	*ppid = 0;
@@ -111,7 +111,7 @@ local_parse_stat(const char *buf, long *ppid, unsigned long long *ticks,
 	for (field = 3; field < 22; field++) {
 		p = strchr(p, ' ');
 		if (p == NULL)
-			return -1;
+			return CADRE_ERR_INVALID;
 		p++;
 		if (field == 3) {
 			while (*p >= '0' && *p <= '9' && *ppid < 4194304)
@@ -119,14 +119,14 @@ local_parse_stat(const char *buf, long *ppid, unsigned long long *ticks,
 		}
 	}
 	if (*p < '0' || *p > '9')
-		return -1;
+		return CADRE_ERR_INVALID;
 	for (; *p >= '0' && *p <= '9'; p++) {
 		if (v > (ULLONG_MAX - 9) / 10)
-			return -1;
+			return CADRE_ERR_RANGE;
 		v = v * 10 + (unsigned long long)(*p - '0');
 	}
 	if (*p != ' ' && *p != '\0' && *p != '\n')
-		return -1;
+		return CADRE_ERR_INVALID;
 	*ticks = v;
 	return 0;
 }
@@ -142,21 +142,25 @@ proc_stat(pid_t pid, pid_t *ppid, unsigned long long *ticks, int *zombie)
 	char	path[64], buf[1024];
 	ssize_t	n;
 	long	pp;
-	int	fd, z;
+	int	fd, z, r, saved;
 
 	if (pid == 0)
 		snprintf(path, sizeof path, "/proc/self/stat");
 	else
 		snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	n = read(fd, buf, sizeof buf - 1);
+	saved = errno;
 	close(fd);
-	if (n <= 0)
-		return -1;
+	errno = saved;
+	if (n < 0)
+		return CADRE_ERR_SYSTEM;
+	if (n == 0)
+		return CADRE_ERR_IO;
 	buf[n] = '\0';
-	if (local_parse_stat(buf, &pp, ticks, &z) != 0)
-		return -1;
+	if ((r = local_parse_stat(buf, &pp, ticks, &z)) != 0)
+		return r;
 	if (ppid != NULL)
 		*ppid = (pid_t)pp;
 	if (zombie != NULL)
@@ -183,15 +187,15 @@ local_parse_id(const char *id, long *pid, unsigned long long *ticks)
 	unsigned long long	 t;
 
 	if (strncmp(id, "local-", 6) != 0 || id[6] < '1' || id[6] > '9')
-		return -1;
+		return CADRE_ERR_INVALID;
 	errno = 0;
 	p = strtoul(id + 6, &end, 10);
 	if (errno != 0 || *end != '-' || p > 4194304 || end[1] < '0' ||
 	    end[1] > '9')
-		return -1;
+		return CADRE_ERR_INVALID;
 	t = strtoull(end + 1, &end, 10);
 	if (errno != 0 || *end != '\0')
-		return -1;
+		return CADRE_ERR_INVALID;
 	*pid = (long)p;
 	*ticks = t;
 	return 0;
@@ -201,9 +205,10 @@ static int
 parse_id(const char *id, pid_t *pid, unsigned long long *ticks)
 {
 	long	p;
+	int	r;
 
-	if (local_parse_id(id, &p, ticks) != 0)
-		return -1;
+	if ((r = local_parse_id(id, &p, ticks)) != 0)
+		return r;
 	*pid = (pid_t)p;
 	return 0;
 }
@@ -225,6 +230,8 @@ mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* 0, CADRE_ERR_SYSTEM with errno set, or CADRE_ERR_IO when write()
+ * wrote nothing. */
 static int
 write_all(int fd, const char *p, size_t n)
 {
@@ -234,33 +241,43 @@ write_all(int fd, const char *p, size_t n)
 		w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return -1;
+		if (w < 0)
+			return CADRE_ERR_SYSTEM;
+		if (w == 0)
+			return CADRE_ERR_IO;
 		p += w;
 		n -= (size_t)w;
 	}
 	return 0;
 }
 
-/* Writes text to path through tmp, atomically; fsync unless nosync. */
+/* Writes text to path through tmp, atomically; fsync unless nosync. 0,
+ * CADRE_ERR_SYSTEM with the failed step's errno, or CADRE_ERR_IO. */
 static int
 write_file_atomic(const char *path, const char *tmp, const char *text,
     int nosync)
 {
-	int	fd, ok;
+	int	fd, r, saved;
 
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return -1;
-	ok = write_all(fd, text, strlen(text)) == 0 &&
-	    (nosync || fsync(fd) == 0);
-	if (close(fd) != 0)
-		ok = 0;
-	if (!ok || rename(tmp, path) != 0) {
+		return CADRE_ERR_SYSTEM;
+	r = write_all(fd, text, strlen(text));
+	if (r == 0 && !nosync && fsync(fd) != 0)
+		r = CADRE_ERR_SYSTEM;
+	saved = errno;
+	if (close(fd) != 0 && r == 0)
+		r = CADRE_ERR_SYSTEM;
+	else
+		errno = saved;
+	if (r == 0 && rename(tmp, path) != 0)
+		r = CADRE_ERR_SYSTEM;
+	if (r != 0) {
+		saved = errno;
 		(void)unlink(tmp);
-		return -1;
+		errno = saved;
 	}
-	return 0;
+	return r;
 }
 
 /* The supervisor's record: state "running" (code < -1), or the end. */
@@ -667,8 +684,9 @@ submit_dry(struct local *l, const struct sched_job *j, char **job_id)
 	xasprintf(&path, "%s/%s.json", l->dir, id);
 	xasprintf(&tmp, "%s/.%s.json.tmp", l->dir, id);
 	/* a bench of 10,000 submissions: no fsync */
-	if (write_file_atomic(path, tmp, text, 1) != 0) {
-		log_error("local: %s: %s", path, strerror(errno));
+	if ((r = write_file_atomic(path, tmp, text, 1)) != 0) {
+		log_error("local: %s: %s", path, r == CADRE_ERR_SYSTEM ?
+		    strerror(errno) : cadre_strerror(r));
 		goto out;
 	}
 	*job_id = xstrdup(id);

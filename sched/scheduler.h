@@ -185,10 +185,12 @@ int slurmrest_parse_job(const struct json_t *reply, const char *job_id,
  * failed; finished without an Exit_status: deleted before it ran. */
 int pbs_parse_qstat(const struct json_t *reply, const char *const *ids,
     size_t n, struct sched_status *out);
-/* The local backend's job id "local-PID-TICKS": 0 and its parts, or -1. */
+/* The local backend's job id "local-PID-TICKS": 0 and its parts, or
+ * CADRE_ERR_INVALID. */
 int local_parse_id(const char *id, long *pid, unsigned long long *ticks);
 /* A /proc/PID/stat line (NUL-terminated): 0 with the parent, the start
- * time in clock ticks after boot and whether it is a zombie, or -1. */
+ * time in clock ticks after boot and whether it is a zombie, or
+ * CADRE_ERR_INVALID (CADRE_ERR_RANGE for a start time past 64 bits). */
 int local_parse_stat(const char *buf, long *ppid, unsigned long long *ticks,
     int *zombie);
 

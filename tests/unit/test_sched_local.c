@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "scheduler.h"
 #include "unit.h"
 
@@ -25,8 +26,8 @@ START_TEST(test_parse_id)
 	ck_assert_uint_eq(t, 1032712);
 	ck_assert_int_eq(local_parse_id("local-1-0", &p, &t), 0);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		ck_assert_msg(local_parse_id(bad[i], &p, &t) == -1, "%s",
-		    bad[i]);
+		ck_assert_msg(local_parse_id(bad[i], &p, &t) ==
+		    CADRE_ERR_INVALID, "%s", bad[i]);
 }
 END_TEST
 
@@ -52,7 +53,7 @@ START_TEST(test_parse_stat)
 	ck_assert_uint_eq(t, 5555);
 	ck_assert_int_eq(z, 1);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		ck_assert_msg(local_parse_stat(bad[i], &pp, &t, &z) == -1, "%s",
+		ck_assert_msg(local_parse_stat(bad[i], &pp, &t, &z) < 0, "%s",
 		    bad[i]);
 	/* our own line: our parent, not a zombie */
 	fp = fopen("/proc/self/stat", "r");
