@@ -79,8 +79,8 @@ loss_add(struct metrics *m, double step, double loss)
 	m->loss[m->nloss++] = loss;
 }
 
-/* A number member: 0 and *v; 1 when absent or null (allowed: optional);
- * -1 with msg when of another type or not finite. */
+/* An optional number member: 0 and *v, *v left as it is when absent or
+ * null; CADRE_ERR_INVALID with msg when of another type or not finite. */
 static int
 get_number(const json_t *o, const char *key, double *v, char *msg,
     size_t msglen)
@@ -88,16 +88,14 @@ get_number(const json_t *o, const char *key, double *v, char *msg,
 	json_t	*j = json_object_get(o, key);
 
 	if (j == NULL || json_is_null(j))
-		return 1;
-	if (!json_is_number(j)) {
-		snprintf(msg, msglen, "\"%s\" is not a number", key);
-		return -1;
-	}
+		return 0;
+	if (!json_is_number(j))
+		return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+		    "\"%s\" is not a number", key);
 	*v = json_number_value(j);
-	if (!isfinite(*v)) {
-		snprintf(msg, msglen, "\"%s\" is not finite", key);
-		return -1;
-	}
+	if (!isfinite(*v))
+		return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+		    "\"%s\" is not finite", key);
 	return 0;
 }
 
@@ -105,11 +103,12 @@ static int
 need_number(const json_t *o, const char *ev, const char *key, double *v,
     char *msg, size_t msglen)
 {
-	int	rc = get_number(o, key, v, msg, msglen);
+	json_t	*j = json_object_get(o, key);
 
-	if (rc == 1)
-		snprintf(msg, msglen, "\"%s\" event without \"%s\"", ev, key);
-	return rc == 0 ? 0 : -1;
+	if (j == NULL || json_is_null(j))
+		return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+		    "\"%s\" event without \"%s\"", ev, key);
+	return get_number(o, key, v, msg, msglen);
 }
 
 static int
@@ -118,15 +117,12 @@ need_int(const json_t *o, const char *ev, const char *key, int64_t *v,
 {
 	json_t	*j = json_object_get(o, key);
 
-	if (j == NULL || json_is_null(j)) {
-		snprintf(msg, msglen, "\"%s\" event without \"%s\"", ev, key);
-		return -1;
-	}
-	if (!json_is_integer(j) || json_integer_value(j) < 0) {
-		snprintf(msg, msglen, "\"%s\" is not a non-negative integer",
-		    key);
-		return -1;
-	}
+	if (j == NULL || json_is_null(j))
+		return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+		    "\"%s\" event without \"%s\"", ev, key);
+	if (!json_is_integer(j) || json_integer_value(j) < 0)
+		return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+		    "\"%s\" is not a non-negative integer", key);
 	*v = json_integer_value(j);
 	return 0;
 }
@@ -171,8 +167,8 @@ parse_step(struct metrics *m, const json_t *o, char *msg, size_t msglen)
 		snprintf(msg, msglen, "\"samples_per_s\" is negative");
 		return CADRE_ERR_INVALID;
 	}
-	if ((rc = get_number(o, "mlm_acc", &acc, msg, msglen)) < 0)
-		return CADRE_ERR_INVALID;
+	if ((rc = get_number(o, "mlm_acc", &acc, msg, msglen)) != 0)
+		return rc;
 	if (json_object_get(o, MX_SAMPLES) != NULL &&
 	    need_int(o, "step", "samples", &samples, msg, msglen) != 0)
 		return CADRE_ERR_INVALID;
@@ -277,8 +273,8 @@ metrics_parse_line(struct metrics *m, const char *line, size_t len,
 	} else if (strcmp(ev, MX_EV_EVAL) == 0) {
 		double	loss = NAN, acc = NAN;
 
-		if (get_number(o, MX_LOSS, &loss, msg, msglen) < 0 ||
-		    get_number(o, MX_ACCURACY, &acc, msg, msglen) < 0)
+		if (get_number(o, MX_LOSS, &loss, msg, msglen) != 0 ||
+		    get_number(o, MX_ACCURACY, &acc, msg, msglen) != 0)
 			goto out;
 		m->eval_loss = loss;
 		m->eval_accuracy = acc;
