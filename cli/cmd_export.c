@@ -228,7 +228,7 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 		fprintf(stderr, "cadre export: %s: %s\n", path, msg);
 		goto out;
 	}
-	if (!collect_verify(src, &meta, msg, sizeof msg)) {
+	if (collect_verify(src, &meta, msg, sizeof msg) != 0) {
 		fprintf(stderr, "cadre export: %s: the checkpoint does not match "
 		    "its checksums: %s\n", src, msg);
 		goto out;

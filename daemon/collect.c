@@ -195,21 +195,20 @@ collect_verify(const char *dir, const struct collect_meta *m, char *msg,
 	char		*path, hex[65];
 	uint64_t	 bytes;
 	size_t		 i;
-	int		 ok = 1;
+	int		 rc = 0;
 
-	for (i = 0; i < m->nfiles && ok; i++) {
+	for (i = 0; i < m->nfiles && rc == 0; i++) {
 		xasprintf(&path, "%s/%s", dir, m->file[i]);
-		if (sha256_file(path, hex, &bytes) != 0) {
-			snprintf(msg, msglen, "%s: %s", path, strerror(errno));
-			ok = 0;
-		} else if (strcmp(hex, m->sha256[i]) != 0) {
-			snprintf(msg, msglen, "%s: SHA-256 %.12s..., meta.json "
-			    "says %.12s...", path, hex, m->sha256[i]);
-			ok = 0;
-		}
+		if ((rc = sha256_file(path, hex, &bytes)) != 0)
+			cadre_errf(msg, msglen, rc, "%s: %s", path,
+			    strerror(errno));
+		else if (strcmp(hex, m->sha256[i]) != 0)
+			rc = cadre_errf(msg, msglen, CADRE_ERR_IO, "%s: SHA-256 "
+			    "%.12s..., meta.json says %.12s...", path, hex,
+			    m->sha256[i]);
 		free(path);
 	}
-	return ok;
+	return rc;
 }
 
 static int
@@ -250,7 +249,8 @@ record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
 		else if (m.due_s > 0 && m.step != step)
 			log_warn("run %s: %s: says step %" PRId64 ": not recorded",
 			    run_id, path, m.step);
-		else if (m.due_s > 0 && !collect_verify(dir, &m, msg, sizeof msg))
+		else if (m.due_s > 0 && collect_verify(dir, &m, msg, sizeof msg) !=
+		    0)
 			log_warn("run %s: checkpoint step-%" PRId64 " not "
 			    "recorded: %s", run_id, step, msg);
 		else if (m.due_s > 0) {

@@ -39,8 +39,9 @@ struct collect_meta {
 int collect_parse_meta(const char *text, size_t len, struct collect_meta *m,
     char *msg, size_t msglen);
 
-/* 1 when every file m lists under dir has its SHA-256, else 0 with the
- * first difference in msg. */
+/* 0 when every file m lists under dir has its SHA-256, else the first
+ * difference in msg: CADRE_ERR_IO for another SHA-256, CADRE_ERR_SYSTEM
+ * for a file that cannot be read. */
 int collect_verify(const char *dir, const struct collect_meta *m, char *msg,
     size_t msglen);
 
