@@ -194,13 +194,14 @@ read_config(struct monitor_config *c)
 {
 	char		err[MONITOR_ERR_MAX];
 	enum log_level	lvl;
+	int		rc;
 
 	monitor_config_init(c);
-	if (d.config_path != NULL && monitor_config_load(d.config_path,
-	    !d.config_given, c, err, sizeof err) != 0) {
+	if (d.config_path != NULL && (rc = monitor_config_load(d.config_path,
+	    !d.config_given, c, err, sizeof err)) != 0) {
 		log_error("%s", err);
 		monitor_config_free(c);
-		return -1;
+		return rc;
 	}
 	if (c->log_level != NULL && log_level_parse(c->log_level, &lvl) == 0)
 		log_set_level(lvl);

@@ -197,13 +197,14 @@ notify_post(struct notifier *n, const char *url, const char *json_body)
 	return 0;
 }
 
+/* 0, or CADRE_ERR_NOMEM: libcurl's other refusals would be our bugs. */
 static int
 note_start(struct notifier *n, struct note *e)
 {
 	CURL	*c;
 
 	if ((c = curl_easy_init()) == NULL)
-		return -1;
+		return CADRE_ERR_NOMEM;
 	e->err[0] = '\0';
 	curl_easy_setopt(c, CURLOPT_URL, e->url);
 	if (e->socket != NULL)
@@ -232,7 +233,7 @@ note_start(struct notifier *n, struct note *e)
 		curl_slist_free_all(e->hdrs);
 		e->hdrs = NULL;
 		curl_easy_cleanup(c);
-		return -1;
+		return CADRE_ERR_NOMEM;
 	}
 	e->easy = c;
 	e->tries++;

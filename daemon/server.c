@@ -265,7 +265,8 @@ answer(struct server *s, struct client *c)
 	json_decref(req);
 }
 
-/* Returns -1 when the client is to be dropped now. */
+/* 0, or why the client is to be dropped now: CADRE_ERR_IO when it
+ * closed the connection, CADRE_ERR_SYSTEM when read() failed. */
 static int
 client_read(struct server *s, struct client *c)
 {
@@ -278,12 +279,12 @@ client_read(struct server *s, struct client *c)
 	    c->outoff == c->outlen) {
 		n = read(c->fd, buf, sizeof buf);
 		if (n == 0)
-			return -1;
+			return CADRE_ERR_IO;
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
 			    errno == EINTR)
 				return 0;
-			return -1;
+			return CADRE_ERR_SYSTEM;
 		}
 		c->last = time(NULL);
 		total += (size_t)n;
@@ -305,6 +306,9 @@ client_read(struct server *s, struct client *c)
 	return 0;
 }
 
+/* 0, or why the client is to be dropped now: CADRE_ERR_SYSTEM when
+ * write() failed, CADRE_ERR_PROTOCOL once the reply to a refused request
+ * is out. */
 static int
 client_write(struct client *c)
 {
@@ -316,11 +320,11 @@ client_write(struct client *c)
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
 			    errno == EINTR)
 				return 0;
-			return -1;
+			return CADRE_ERR_SYSTEM;
 		}
 		c->outoff += (size_t)n;
 	}
-	return c->closing ? -1 : 0;
+	return c->closing ? CADRE_ERR_PROTOCOL : 0;
 }
 
 void
