@@ -233,8 +233,8 @@ write_file(const char *dir, const char *rel, const char *text, size_t len)
  * would publish the same one as the others. Slurm itself reaches such a
  * node through its NodeAddr: where NodeAddr differs from NodeHostName,
  * the agent publishes (and listens on) NodeAddr. Appends "NODE ADDR\n"
- * to addrs for each such node of list (a hostlist); 0, or -1 when
- * scontrol did not answer.
+ * to addrs for each such node of list (a hostlist); 0, or
+ * CADRE_ERR_NOT_FOUND when scontrol did not answer.
  */
 static int
 scontrol_addrs(const char *list, struct cbuf *addrs)
@@ -275,7 +275,7 @@ scontrol_addrs(const char *list, struct cbuf *addrs)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.len == 0) {
 		cbuf_free(&out);
-		return -1;
+		return CADRE_ERR_NOT_FOUND;
 	}
 	for (line = out.data; line != NULL; line = next) {
 		if ((next = strchr(line, '\n')) != NULL)
@@ -534,7 +534,8 @@ fromenv_start(struct fromenv *fe, const char *rundir_opt, int slots,
 	return error;
 }
 
-/* Waits up to secs for fe's children; 1 when all have exited. */
+/* Waits up to secs for fe's children: 0 when all have exited, else
+ * CADRE_ERR_TIMEOUT. */
 static int
 reap(struct fromenv *fe, double secs)
 {
@@ -553,9 +554,9 @@ reap(struct fromenv *fe, double secs)
 				left++;
 		}
 		if (left == 0)
-			return 1;
-		if (now_mono() >= until)
 			return 0;
+		if (now_mono() >= until)
+			return CADRE_ERR_TIMEOUT;
 		usleep(100000);
 	}
 }
@@ -570,12 +571,12 @@ fromenv_stop(struct fromenv *fe)
 	if (fe->npids > 0) {
 		status = rundir_path(fe->rundir, RUNDIR_STATUS);
 		/* With status.json written the agents stop by themselves. */
-		if (!reap(fe, stat(status, &sb) == 0 ? FROMENV_STOP_WAIT :
-		    0)) {
+		if (reap(fe, stat(status, &sb) == 0 ? FROMENV_STOP_WAIT :
+		    0) != 0) {
 			for (i = 0; i < fe->npids; i++)
 				if (fe->pids[i] > 0)
 					kill(fe->pids[i], SIGTERM);
-			if (!reap(fe, FROMENV_TERM_WAIT)) {
+			if (reap(fe, FROMENV_TERM_WAIT) != 0) {
 				for (i = 0; i < fe->npids; i++)
 					if (fe->pids[i] > 0)
 						kill(fe->pids[i], SIGKILL);

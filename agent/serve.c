@@ -69,7 +69,9 @@ serve_usage(FILE *f)
 }
 
 /* The address to bind: addr, else any; the address to publish: addr, else
- * the host name's first address, else the host name. */
+ * the host name's first address, else the host name. 0, or (logged)
+ * CADRE_ERR_INVALID for an address that does not resolve, CADRE_ERR_SYSTEM
+ * when the socket cannot listen. */
 static int
 serve_listen(struct serve *sv, const char *addr, int port)
 {
@@ -87,7 +89,7 @@ serve_listen(struct serve *sv, const char *addr, int port)
 	if ((rc = getaddrinfo(addr, portstr, &hints, &res)) != 0) {
 		log_error("--addr %s: %s", addr ? addr : "(any)",
 		    gai_strerror(rc));
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	if ((fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC,
 	    0)) == -1 ||
@@ -100,7 +102,7 @@ serve_listen(struct serve *sv, const char *addr, int port)
 		if (fd >= 0)
 			close(fd);
 		freeaddrinfo(res);
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	}
 	freeaddrinfo(res);
 	sv->info.port = ss.ss_family == AF_INET6 ?

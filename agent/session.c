@@ -240,7 +240,9 @@ set_nonblock(int fd)
 {
 	int	fl = fcntl(fd, F_GETFL);
 
-	return fl == -1 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	if (fl == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
+		return CADRE_ERR_SYSTEM;
+	return 0;
 }
 
 /* The words of an argv-mode command: a JSON array of 1 to AGENT_ARGV_MAX
@@ -286,7 +288,7 @@ free_argv(char **argv)
 }
 
 /* Runs argv (argv mode) or command under /bin/sh -c in a new process
- * group. */
+ * group: 0, or CADRE_ERR_SYSTEM (logged) when it cannot be started. */
 static int
 spawn(struct session *se, const char *command, char **argv)
 {
@@ -346,7 +348,7 @@ spawn(struct session *se, const char *command, char **argv)
 		if (err[i] >= 0)
 			close(err[i]);
 	}
-	return -1;
+	return CADRE_ERR_SYSTEM;
 }
 
 static int

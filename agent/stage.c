@@ -515,6 +515,7 @@ add_report(const char *path, struct stage_totals *t)
 	return error;
 }
 
+/* Starts the copy on node: its pid, or CADRE_ERR_SYSTEM with errno set. */
 static pid_t
 spawn_node(const char *rundir, const char *node, size_t npairs, int clean,
     const char *outpath)
@@ -526,7 +527,7 @@ spawn_node(const char *rundir, const char *node, size_t npairs, int clean,
 	int		 fd;
 
 	if ((pid = fork()) == -1)
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	if (pid != 0)
 		return pid;
 	if ((fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1 ||
@@ -580,10 +581,10 @@ stage_nodes(const char *rundir, char *const *nodes, size_t nnodes,
 		while (next < nnodes && running < STAGE_PARALLEL) {
 			kids[next].pid = spawn_node(rundir, nodes[next],
 			    npairs, clean, kids[next].outpath);
-			if (kids[next].pid == -1) {
-				snprintf(msg, msglen, "fork: %s",
+			if (kids[next].pid < 0) {
+				error = cadre_errf(msg, msglen,
+				    CADRE_ERR_SYSTEM, "fork: %s",
 				    strerror(errno));
-				error = CADRE_ERR_SYSTEM;
 				next = nnodes;	/* start no more */
 				break;
 			}

@@ -28,7 +28,8 @@ struct node_stats {
 	int64_t	files, bytes, copied, skipped, redone;
 };
 
-/* mkdir -p of the directories above path (not path itself). */
+/* mkdir -p of the directories above path (not path itself): 0, or
+ * CADRE_ERR_SYSTEM with errno set. */
 static int
 mkdir_parents(char *path)
 {
@@ -38,7 +39,7 @@ mkdir_parents(char *path)
 		*s = '\0';
 		if (mkdir(path, 0755) == -1 && errno != EEXIST) {
 			*s = '/';
-			return -1;
+			return CADRE_ERR_SYSTEM;
 		}
 		*s = '/';
 	}
@@ -184,10 +185,9 @@ stage_one(const struct stage_manifest *m, const char *node,
 		xasprintf(&tmp, "%s.cadre-stage.%s", to, node);
 		if (already_there(to, f, buf, &present)) {
 			ns->skipped++;
-		} else if (mkdir_parents(to) == -1) {
-			snprintf(msg, msglen, "%s: cannot make its directory: "
-			    "%s", to, strerror(errno));
-			error = CADRE_ERR_SYSTEM;
+		} else if ((error = mkdir_parents(to)) != 0) {
+			cadre_errf(msg, msglen, error, "%s: cannot make its "
+			    "directory: %s", to, strerror(errno));
 		} else {
 			if (present) {
 				log_notice("%s: %s differs from %s: copying "
