@@ -503,8 +503,16 @@ cmd_launch(int argc, char **argv)
 	if (launch_command(&l, &o, hostfile, &cmd) != 0)
 		goto out;
 
-	wstatus = run_mpirun(&l, cmd.av, &preempted);
-	rc = launch_end(&l, st, wstatus, preempted, o.use_srun);
+	if ((error = run_mpirun(&l, cmd.av, &wstatus, &preempted, msg,
+	    sizeof msg)) != 0) {
+		log_error("%s", msg);
+		rc = LAUNCH_EXIT_FAILED;
+		json_object_set_new(st, STATUS_REASON,
+		    json_string(REASON_FAILED));
+		json_object_set_new(st, "resumable", json_false());
+		json_object_set_new(st, STATUS_MESSAGE, json_string(msg));
+	} else
+		rc = launch_end(&l, st, wstatus, preempted, o.use_srun);
 	if (o.nstage > 0 && !o.keep_staged)
 		clean_stage(&l, o.nstage);
 	json_object_set_new(st, "exit_status", json_integer(rc));

@@ -88,7 +88,8 @@ int write_hostfile(struct launch *l, char **pathp);
 int launch_command(struct launch *l, const struct launch_opts *o,
     char *hostfile, struct launch_cmd *c);
 void launch_cmd_free(struct launch_cmd *c);
-int run_mpirun(struct launch *l, char **argv, int *preempted);
+int run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
+    char *msg, size_t msglen);
 
 /* launch_status.c */
 void write_status(struct launch *l, json_t *st);

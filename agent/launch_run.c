@@ -83,26 +83,38 @@ relay(int fd, int out, int logfd)
 	return 1;
 }
 
-/* Runs argv; relays its output; forwards signals. Returns its wait status;
- * *preempted is set when we were asked to stop. */
+/* Runs argv; relays its output; forwards signals. 0 with its wait status
+ * in *wstatus, *preempted set when we were asked to stop; or
+ * CADRE_ERR_SYSTEM with why it could not start in msg. */
 int
-run_mpirun(struct launch *l, char **argv, int *preempted)
+run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
+    char *msg, size_t msglen)
 {
 	struct pollfd		 pfd[3];
 	char			*logpath;
 	double			 term_at = 0, kill_at = 0;
-	int			 out[2], err[2], logfd, status = 0;
+	int			 out[2] = { -1, -1 }, err[2] = { -1, -1 };
+	int			 logfd, status = 0, error;
 	int			 open_fds = 2, i, exited = 0, devnull;
 	pid_t			 pid;
 
+	*wstatus = 0;
 	logpath = rundir_path(l->rundir, RUNDIR_LOG "/mpirun.log");
 	logfd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	free(logpath);
-	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1)
-		fatal("pipe");
-
-	if ((pid = fork()) == -1)
-		fatal("fork");
+	/* Out of descriptors or processes: the job's own processes can be
+	 * the cause, so the run fails with a status.json rather than launch
+	 * dying without one. */
+	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1) {
+		error = cadre_errf(msg, msglen, CADRE_ERR_SYSTEM,
+		    "cannot start %s: pipe: %s", argv[0], strerror(errno));
+		goto fail;
+	}
+	if ((pid = fork()) == -1) {
+		error = cadre_errf(msg, msglen, CADRE_ERR_SYSTEM,
+		    "cannot start %s: fork: %s", argv[0], strerror(errno));
+		goto fail;
+	}
 	if (pid == 0) {
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
@@ -166,7 +178,19 @@ run_mpirun(struct launch *l, char **argv, int *preempted)
 			close(pfd[i].fd);
 	if (logfd >= 0)
 		close(logfd);
-	return status;
+	*wstatus = status;
+	return 0;
+
+ fail:
+	for (i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	if (logfd >= 0)
+		close(logfd);
+	return error;
 }
 
 /* srun's words: every node, the same number of tasks on each, block
