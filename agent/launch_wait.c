@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 #include <libssh/libssh.h>
@@ -78,15 +79,29 @@ probe_thread(void *arg)
 static void
 probe_round(struct launch *l)
 {
+	static int	warned;
 	pthread_t	th[LAUNCH_PROBE_THREADS];
 	size_t		i, nth;
+	int		rc = 0;
 
 	l->next = 0;
 	nth = l->npending < LAUNCH_PROBE_THREADS ? l->npending :
 	    LAUNCH_PROBE_THREADS;
-	for (i = 0; i < nth; i++)
-		if (pthread_create(&th[i], NULL, probe_thread, l) != 0)
-			fatalx("pthread_create failed");
+	for (i = 0; i < nth; i++) {
+		if ((rc = pthread_create(&th[i], NULL, probe_thread, l)) != 0)
+			break;
+	}
+	/* Threads are short when the node's processes (the job's among
+	 * them) use up its limits: fewer probe in parallel, and with none
+	 * this thread probes them one by one. */
+	if (i < nth && !warned) {
+		log_warn("pthread_create: %s: probing with %zu thread%s",
+		    strerror(rc), i > 0 ? i : 1, i > 1 ? "s" : "");
+		warned = 1;
+	}
+	nth = i;
+	if (nth == 0)
+		(void)probe_thread(l);
 	for (i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
 }
