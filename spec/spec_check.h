@@ -30,6 +30,8 @@ void spec_node_error(struct spec_cx *cx, const struct ynode *n,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* spec_check_value.c */
+/* Checks n as key k's value into out: 0, or CADRE_ERR_INVALID after the
+ * errors were added to cx's diags (out->bad set). */
 int spec_value_parse(struct spec_cx *cx, enum spec_key k,
     const struct ynode *n, struct spec_value *out);
 /* What a node is, for "got ...": 0, 'abc', a list, an empty value. */

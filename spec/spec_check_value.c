@@ -206,7 +206,7 @@ parse_enum(struct spec_cx *cx, const struct spec_key_info *ki,
 		xasprintf(&extra, " (did you mean '%s'?)", near);
 	type_error(cx, ki, n, extra);
 	free(extra);
-	return -1;
+	return CADRE_ERR_INVALID;
 }
 
 static int
@@ -220,29 +220,29 @@ check_path_text(struct spec_cx *cx, const struct spec_key_info *ki,
 	if (n->len == 0) {
 		spec_node_error(cx, n, "%s: expected a path, got an empty string",
 		    ki->path);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	if (n->len > SPEC_MAX_PATH) {
 		spec_node_error(cx, n, "%s: paths are limited to %d bytes, got %zu",
 		    ki->path, SPEC_MAX_PATH, n->len);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	for (i = 0; i < n->len; i++) {
 		if (p[i] == '\n' || p[i] == '\r') {
 			spec_node_error(cx, n, "%s: a path must not contain a line "
 			    "break", ki->path);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		if (p[i] < 0x20 || p[i] == 0x7f) {
 			spec_node_error(cx, n, "%s: a path must not contain control "
 			    "characters (found 0x%02x)", ki->path, p[i]);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 	}
 	if (p[0] == '~') {
 		spec_node_error(cx, n, "%s: '~' is not expanded in paths; write the "
 		    "full path, or $HOME/...", ki->path);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	if (p[0] == '$') {
 		/* $NAME or ${NAME}, then '/' or the end. */
@@ -265,7 +265,7 @@ check_path_text(struct spec_cx *cx, const struct spec_key_info *ki,
 			    "${NAME}, a variable of the job's environment, "
 			    "then '/'; '%s' does not", ki->path, shown);
 			free(shown);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 	}
 	return 0;
@@ -283,12 +283,12 @@ check_word_text(struct spec_cx *cx, const struct spec_key_info *ki,
 		if (p[i] == '\n' || p[i] == '\r') {
 			spec_node_error(cx, n, "%s: a scheduler word must not contain "
 			    "a line break", ki->path);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		if (p[i] < 0x20 || p[i] == 0x7f) {
 			spec_node_error(cx, n, "%s: a scheduler word must be printable "
 			    "(found control character 0x%02x)", ki->path, p[i]);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		if (p[i] != ' ')
 			blank = 0;
@@ -296,12 +296,12 @@ check_word_text(struct spec_cx *cx, const struct spec_key_info *ki,
 	if (blank) {
 		spec_node_error(cx, n, "%s: a scheduler word must not be empty or "
 		    "only spaces", ki->path);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	if (n->len > SPEC_MAX_WORD) {
 		spec_node_error(cx, n, "%s: scheduler words are limited to %d bytes, "
 		    "got %zu", ki->path, SPEC_MAX_WORD, n->len);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	return 0;
 }
@@ -365,14 +365,14 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 
 	if (n->kind != YNODE_SCALAR || ynode_is_null(n)) {
 		type_error(cx, ki, n, NULL);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	switch (ki->type) {
 	case SPEC_T_INT:
 		if (!n->plain || str_to_int64(n->str, &iv) != 0 ||
 		    iv < ki->min || iv > ki->max) {
 			type_error(cx, ki, n, NULL);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		out->i = iv;
 		break;
@@ -382,7 +382,7 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 		    ((ki->flags & SPEC_F_MIN_OPEN) && fv == ki->fmin) ||
 		    ((ki->flags & SPEC_F_MAX_OPEN) && fv == ki->fmax)) {
 			type_error(cx, ki, n, NULL);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		out->f = fv;
 		break;
@@ -396,7 +396,7 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 			out->i = 0;
 		else {
 			type_error(cx, ki, n, NULL);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		break;
 	case SPEC_T_DURATION:
@@ -409,7 +409,7 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 			    shown, ki->type == SPEC_T_DURATION ? "90s or 20m" :
 			    "64G or 512M");
 			free(shown);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		if (ki->type == SPEC_T_DURATION)
 			rc = duration_parse(n->str, &iv);
@@ -417,7 +417,7 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 			rc = size_parse(n->str, &iv);
 		if (rc == CADRE_ERR_INVALID) {
 			type_error(cx, ki, n, NULL);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		if (rc != 0 || iv < ki->min || iv > ki->max) {
 			struct cbuf b;
@@ -433,47 +433,47 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 			    "size", exp, shown);
 			free(shown);
 			free(exp);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		out->i = iv;
 		break;
 	case SPEC_T_ENUM:
 	case SPEC_T_MODEL:
 		if (parse_enum(cx, ki, n, &out->i) != 0)
-			return -1;
+			return CADRE_ERR_INVALID;
 		break;
 	case SPEC_T_TEXT:
 		if ((int64_t)n->len > ki->max) {
 			spec_node_error(cx, n, "%s: text is limited to %" PRId64
 			    " bytes, got %zu", ki->path, ki->max, n->len);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		break;
 	case SPEC_T_NAME:
 		if (!str_is_name(n->str, 64)) {
 			type_error(cx, ki, n, NULL);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		break;
 	case SPEC_T_PATH:
 		if (check_path_text(cx, ki, n) != 0)
-			return -1;
+			return CADRE_ERR_INVALID;
 		break;
 	case SPEC_T_WORD:
 		if (check_word_text(cx, ki, n) != 0)
-			return -1;
+			return CADRE_ERR_INVALID;
 		break;
 	case SPEC_T_ENV:
 		if (!is_env_name(n->str, n->len)) {
 			type_error(cx, ki, n, " (letters, digits and '_', not "
 			    "starting with a digit)");
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		break;
 	case SPEC_T_URL:
 		if (!is_url(n->str, n->len)) {
 			type_error(cx, ki, n, NULL);
-			return -1;
+			return CADRE_ERR_INVALID;
 		}
 		break;
 	default:
@@ -495,12 +495,12 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 
 	if (n->kind != YNODE_SEQ) {
 		type_error(cx, ki, n, NULL);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	if ((int64_t)n->n > ki->max) {
 		spec_node_error(cx, n, "%s: at most %" PRId64 " items, got %zu",
 		    ki->path, ki->max, n->n);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	item.type = ki->type == SPEC_T_WORDS ? SPEC_T_WORD :
 	    ki->type == SPEC_T_PATHS ? SPEC_T_PATH :
@@ -516,7 +516,7 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 		it = n->items[i];
 		memset(&v, 0, sizeof v);
 		if (parse_scalar(cx, &item, it, &v) != 0) {
-			rc = -1;
+			rc = CADRE_ERR_INVALID;
 			continue;
 		}
 		if (ki->type == SPEC_T_DURATIONS) {
@@ -536,7 +536,7 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 				    ki->path, shown);
 				free(shown);
 				free(v.s);
-				rc = -1;
+				rc = CADRE_ERR_INVALID;
 				continue;
 			}
 		}
@@ -562,7 +562,7 @@ spec_value_parse(struct spec_cx *cx, enum spec_key k, const struct ynode *n,
 		spec_node_error(cx, n, "version: this cadre reads spec version %d, "
 		    "got %s", SPEC_VERSION, got);
 		free(got);
-		rc = -1;
+		rc = CADRE_ERR_INVALID;
 	} else if (ki->type == SPEC_T_WORDS || ki->type == SPEC_T_PATHS ||
 	    ki->type == SPEC_T_ENUMS || ki->type == SPEC_T_DURATIONS)
 		rc = parse_list(cx, ki, n, out);
@@ -573,7 +573,7 @@ spec_value_parse(struct spec_cx *cx, enum spec_key k, const struct ynode *n,
 		out->line = n->line;
 		out->col = n->col;
 		out->bad = 1;
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	out->set = 1;
 	return 0;

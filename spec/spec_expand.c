@@ -12,13 +12,15 @@
 #include <string.h>
 
 #include "buf.h"
+#include "error.h"
 #include "log.h"
 #include "xmalloc.h"
 #include "spec_matrix.h"
 
 /* ------------------------------------------------------------ expansion */
 
-/* The runs the matrix asks for, refused before anything is expanded. */
+/* The runs the matrix asks for, refused before anything is expanded: 0,
+ * or CADRE_ERR_TOO_LARGE after an error in cx's diags. */
 static int
 check_bound(struct spec_cx *cx, uint64_t *product)
 {
@@ -72,7 +74,7 @@ check_bound(struct spec_cx *cx, uint64_t *product)
 	diag_error(cx->d, cx->file, at != NULL ? at->line : 0,
 	    at != NULL ? at->col : 0, "%s", msg);
 	free(msg);
-	return -1;
+	return CADRE_ERR_TOO_LARGE;
 }
 
 static void

@@ -92,6 +92,7 @@ int spec_value_equal(enum spec_key k, const struct spec_value *a,
 char *spec_value_format(enum spec_key k, const struct spec_value *v);
 void spec_value_canon(enum spec_key k, const struct spec_value *v,
     struct cbuf *b);
+/* The dimensions of preset name: 0, or CADRE_ERR_NOT_FOUND. */
 int spec_model_preset(const char *name, struct spec_model_dims *m);
 /* WORDS, PATHS, ENUMS and DURATIONS: the types whose values are lists. */
 int spec_type_is_list(enum spec_type t);

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "duration.h"
+#include "error.h"
 #include "log.h"
 #include "rundir.h"
 #include "size.h"
@@ -377,7 +378,7 @@ spec_model_preset(const char *name, struct spec_model_dims *m)
 			return 0;
 		}
 	}
-	return -1;
+	return CADRE_ERR_NOT_FOUND;
 }
 
 /* ------------------------------------------------------------ values */

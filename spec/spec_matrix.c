@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "error.h"
 #include "strutil.h"
 #include "xmalloc.h"
 #include "spec_matrix.h"
@@ -121,7 +122,7 @@ parse_item(struct spec_cx *cx, const char *where, enum spec_key k,
 		    "here; write the explicit dimensions under trainer.model",
 		    where);
 		v->bad = 1;
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	return spec_value_parse(cx, k, n, v);
 }

@@ -363,7 +363,7 @@ count_nodes(struct yparser *p, uint64_t n, size_t line, size_t col)
 		yp_error(p, line, col, "aliases expand the document to more "
 		    "than %d nodes; this looks like an alias bomb (\"billion "
 		    "laughs\"), not a spec", SPEC_MAX_NODES);
-		return -1;
+		return CADRE_ERR_TOO_LARGE;
 	}
 	p->total += n;
 	return 0;
@@ -413,7 +413,9 @@ kind_name(const struct ynode *n)
 	}
 }
 
-/* Puts node into the open container, or makes it the root. */
+/* Puts node into the open container, or makes it the root. The functions
+ * that build the tree return 0, or CADRE_ERR_PARSE (CADRE_ERR_TOO_LARGE
+ * past SPEC_MAX_NODES) after an error in p's diags. */
 static int
 attach(struct yparser *p, struct ynode *node, size_t line, size_t col)
 {
@@ -428,11 +430,11 @@ attach(struct yparser *p, struct ynode *node, size_t line, size_t col)
 		if (node->kind != YNODE_SCALAR) {
 			yp_error(p, line, col, "a key must be a string, not %s",
 			    kind_name(node));
-			return -1;
+			return CADRE_ERR_PARSE;
 		}
 		if (ynode_is_null(node)) {
 			yp_error(p, line, col, "empty key; write 'key: value'");
-			return -1;
+			return CADRE_ERR_PARSE;
 		}
 	}
 	node_push(parent, node);
@@ -468,7 +470,7 @@ check_tag(struct yparser *p, const yaml_char_t *tag, enum ynode_kind kind,
 	yp_error(p, line, col, "unsupported YAML tag '%s'; specs use plain "
 	    "values (quote a value to make it a string)", shown);
 	free(shown);
-	return -1;
+	return CADRE_ERR_PARSE;
 }
 
 struct keyref {
@@ -512,7 +514,7 @@ check_duplicates(struct yparser *p, const struct ynode *map)
 		    "duplicate key '%s' (first at line %u)", shown,
 		    (unsigned)refs[i - 1].key->line);
 		free(shown);
-		rc = -1;
+		rc = CADRE_ERR_PARSE;
 	}
 	free(refs);
 	return rc;
@@ -537,8 +539,7 @@ close_container(struct yparser *p)
 	n->open = 0;
 	if (n->kind == YNODE_MAP) {
 		n->n /= 2;
-		if (check_duplicates(p, n) != 0)
-			return -1;
+		return check_duplicates(p, n);
 	}
 	return 0;
 }
@@ -550,7 +551,7 @@ open_container(struct yparser *p, enum ynode_kind kind,
 	const yaml_mark_t	*m = &ev->start_mark;
 	const yaml_char_t	*tag, *anchor;
 	struct ynode		*n;
-	int			 is_str;
+	int			 is_str, rc;
 
 	if (kind == YNODE_MAP) {
 		tag = ev->data.mapping_start.tag;
@@ -559,19 +560,20 @@ open_container(struct yparser *p, enum ynode_kind kind,
 		tag = ev->data.sequence_start.tag;
 		anchor = ev->data.sequence_start.anchor;
 	}
-	if (check_tag(p, tag, kind, m->line + 1, m->column + 1, &is_str) != 0)
-		return -1;
+	if ((rc = check_tag(p, tag, kind, m->line + 1, m->column + 1,
+	    &is_str)) != 0)
+		return rc;
 	if (p->depth >= SPEC_MAX_DEPTH) {
 		yp_error(p, m->line + 1, m->column + 1, "nesting is deeper "
 		    "than %d levels of mappings and lists", SPEC_MAX_DEPTH);
-		return -1;
+		return CADRE_ERR_PARSE;
 	}
-	if (count_nodes(p, 1, m->line + 1, m->column + 1) != 0)
-		return -1;
+	if ((rc = count_nodes(p, 1, m->line + 1, m->column + 1)) != 0)
+		return rc;
 	n = node_new(p, kind, m);
 	n->open = 1;
-	if (attach(p, n, m->line + 1, m->column + 1) != 0)
-		return -1;
+	if ((rc = attach(p, n, m->line + 1, m->column + 1)) != 0)
+		return rc;
 	if (anchor != NULL)
 		anchor_set(p, (const char *)anchor, n);
 	if (p->depth == p->capstack) {
@@ -588,26 +590,26 @@ add_scalar(struct yparser *p, const yaml_event_t *ev)
 {
 	const yaml_mark_t	*m = &ev->start_mark;
 	struct ynode		*n;
-	int			 is_str;
+	int			 is_str, rc;
 
-	if (check_tag(p, ev->data.scalar.tag, YNODE_SCALAR, m->line + 1,
-	    m->column + 1, &is_str) != 0)
-		return -1;
+	if ((rc = check_tag(p, ev->data.scalar.tag, YNODE_SCALAR, m->line + 1,
+	    m->column + 1, &is_str)) != 0)
+		return rc;
 	if (memchr(ev->data.scalar.value, '\0', ev->data.scalar.length) !=
 	    NULL) {
 		yp_error(p, m->line + 1, m->column + 1, "a NUL character (\\0) "
 		    "is not allowed in a string");
-		return -1;
+		return CADRE_ERR_PARSE;
 	}
-	if (count_nodes(p, 1, m->line + 1, m->column + 1) != 0)
-		return -1;
+	if ((rc = count_nodes(p, 1, m->line + 1, m->column + 1)) != 0)
+		return rc;
 	n = node_new(p, YNODE_SCALAR, m);
 	n->str = xstrndup((const char *)ev->data.scalar.value,
 	    ev->data.scalar.length);
 	n->len = ev->data.scalar.length;
 	n->plain = !is_str && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-	if (attach(p, n, m->line + 1, m->column + 1) != 0)
-		return -1;
+	if ((rc = attach(p, n, m->line + 1, m->column + 1)) != 0)
+		return rc;
 	if (ev->data.scalar.anchor != NULL)
 		anchor_set(p, (const char *)ev->data.scalar.anchor, n);
 	return 0;
@@ -620,6 +622,7 @@ add_alias(struct yparser *p, const yaml_event_t *ev)
 	const char		*name = (const char *)ev->data.alias.anchor;
 	struct ynode		*target;
 	char			*shown;
+	int			 rc = CADRE_ERR_PARSE;
 
 	shown = spec_show(name, strlen(name));
 	if ((target = anchor_get(p, name)) == NULL) {
@@ -638,16 +641,17 @@ add_alias(struct yparser *p, const yaml_event_t *ev)
 		    shown, SPEC_MAX_DEPTH);
 		goto fail;
 	}
-	if (count_nodes(p, target->weight, m->line + 1, m->column + 1) != 0)
+	if ((rc = count_nodes(p, target->weight, m->line + 1,
+	    m->column + 1)) != 0)
 		goto fail;
-	if (attach(p, target, m->line + 1, m->column + 1) != 0)
+	if ((rc = attach(p, target, m->line + 1, m->column + 1)) != 0)
 		goto fail;
 	free(shown);
 	return 0;
 
  fail:
 	free(shown);
-	return -1;
+	return rc;
 }
 
 int
@@ -688,7 +692,7 @@ ydoc_parse(const char *file, const char *text, size_t len, size_t max_bytes,
 				    ev.start_mark.column + 1, "only one YAML "
 				    "document is allowed in a spec; a second "
 				    "one starts here");
-				step = -1;
+				step = CADRE_ERR_PARSE;
 			}
 			break;
 		case YAML_MAPPING_START_EVENT:
