@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "fsutil.h"
 #include "xmalloc.h"
 
@@ -16,12 +17,12 @@ fs_fsync_dir(const char *dir)
 	int	fd, r, saved;
 
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	r = fsync(fd);
 	saved = errno;
 	close(fd);
 	errno = saved;
-	return r == 0 ? 0 : -1;
+	return r == 0 ? 0 : CADRE_ERR_SYSTEM;
 }
 
 int
@@ -33,7 +34,7 @@ fs_remove_flat_dir(const char *dir)
 	int		 first = 0;
 
 	if ((d = opendir(dir)) == NULL)
-		return errno == ENOENT ? 0 : -1;
+		return errno == ENOENT ? 0 : CADRE_ERR_SYSTEM;
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
@@ -47,7 +48,7 @@ fs_remove_flat_dir(const char *dir)
 		first = errno;
 	if (first != 0) {
 		errno = first;
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	}
 	return 0;
 }

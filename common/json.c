@@ -147,7 +147,7 @@ cjson_sync_dir(const char *path)
 		dir = xstrdup("/");
 	else
 		dir = xstrndup(path, (size_t)(slash - path));
-	r = fs_fsync_dir(dir) == 0 ? 0 : CADRE_ERR_SYSTEM;
+	r = fs_fsync_dir(dir);
 	saved = errno;
 	free(dir);
 	errno = saved;

@@ -35,7 +35,7 @@ const char *const ckpt_files[3] = {
 void
 ckpt_remove_dir(const char *dir)
 {
-	if (fs_remove_flat_dir(dir) == -1)
+	if (fs_remove_flat_dir(dir) != 0)
 		log_warn("%s: %s", dir, strerror(errno));
 }
 

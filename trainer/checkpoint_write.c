@@ -274,7 +274,7 @@ write_checkpoint(const char *out, const struct bert_model *m,
 		goto out;
 	}
 	*bytes += meta.len;
-	if (fs_fsync_dir(tmp) == -1) {
+	if (fs_fsync_dir(tmp) != 0) {
 		error = CADRE_ERR_SYSTEM;
 		snprintf(err, errlen, "%s: fsync: %s", tmp, strerror(errno));
 		goto out;
@@ -294,7 +294,7 @@ write_checkpoint(const char *out, const struct bert_model *m,
 		snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	if (fs_fsync_dir(cdir) == -1) {
+	if (fs_fsync_dir(cdir) != 0) {
 		error = CADRE_ERR_SYSTEM;
 		snprintf(err, errlen, "%s: fsync: %s", cdir, strerror(errno));
 		goto out;
@@ -302,7 +302,7 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	snprintf(line, sizeof line, CKPT_DIR_PREFIX "%" PRId64 "\n", st->step);
 	free(path);
 	xasprintf(&path, "%s/" CKPT_LATEST, cdir);
-	if ((error = write_text(path, line)) == 0 && fs_fsync_dir(cdir) == -1)
+	if ((error = write_text(path, line)) == 0 && fs_fsync_dir(cdir) != 0)
 		error = CADRE_ERR_SYSTEM;
 	if (error != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));

@@ -40,7 +40,7 @@ opt_uint(const char *cmd, const char *opt, const char *s, int64_t min,
 	if (str_to_int64(s, out) != 0 || *out < min || *out > max) {
 		fprintf(stderr, "cadre-train %s: %s wants a whole number from %lld to %lld, not \"%s\"\n",
 		    cmd, opt, (long long)min, (long long)max, s);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	return 0;
 }
@@ -79,7 +79,7 @@ write_vocab(const char *path, const char *const *tokens, size_t n)
 	if ((f = fopen(tmp, "w")) == NULL) {
 		fprintf(stderr, "cadre-train vocab: %s: %s\n", tmp, strerror(errno));
 		free(tmp);
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	}
 	for (i = 0; i < n; i++)
 		fprintf(f, "%s\n", tokens[i]);

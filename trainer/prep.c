@@ -121,7 +121,7 @@ opt_num(const char *opt, const char *s, int64_t min, int64_t max, int64_t *out)
 	if (str_to_int64(s, out) != 0 || *out < min || *out > max) {
 		fprintf(stderr, "cadre-train prep: %s wants a whole number from %lld to %lld, not \"%s\"\n",
 		    opt, (long long)min, (long long)max, s);
-		return -1;
+		return CADRE_ERR_INVALID;
 	}
 	return 0;
 }

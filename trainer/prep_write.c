@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "prep_int.h"
 #include "sha256.h"
 #include "shard.h"
@@ -27,7 +28,7 @@ write_bytes(const char *path, const void *p, size_t n)
 	int rc = 0;
 
 	if (f == NULL)
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	if (n > 0 && fwrite(p, 1, n, f) != n)
 		rc = -1;
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
@@ -47,11 +48,11 @@ read_whole(const char *path, size_t max, char **out, size_t *len)
 
 	*out = NULL;
 	if (fd < 0)
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
 		close(fd);
 		errno = EINVAL;
-		return -1;
+		return CADRE_ERR_SYSTEM;
 	}
 	p = xmalloc((size_t)st.st_size + 1);
 	while (got < (size_t)st.st_size) {

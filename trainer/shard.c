@@ -221,7 +221,7 @@ write_all(int fd, const void *p, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return -1;
+			return CADRE_ERR_SYSTEM;
 		b += w;
 		n -= (size_t)w;
 	}

@@ -238,7 +238,7 @@ checkpoint_done(struct metrics_writer *mx, const struct ckpt_result *r,
 		log_error("checkpoint at step %lld failed: %s (the previous checkpoint is "
 		    "intact)", (long long)r->step, r->message);
 		mx_error(mx, "io", r->message);
-		return -1;
+		return CADRE_ERR_IO;
 	}
 	if (!quiet)
 		log_info("checkpoint step-%lld (%s): %.1f MB in %.0f ms, loop held %.0f ms",

@@ -108,7 +108,7 @@ full_io(int fd, uint8_t *buf, size_t n, int wr)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return -1;
+			return CADRE_ERR_SYSTEM;
 		done += (size_t)r;
 	}
 	return 0;
