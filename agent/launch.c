@@ -459,10 +459,10 @@ cmd_launch(int argc, char **argv)
 			l.nodes[i].ready = 1;
 		error = 0;
 	} else {
-		error = wait_ready(&l);
+		error = launch_wait_ready(&l);
 	}
 	/* one that came during the setup, or the wait's last round */
-	if (error == 0 && wait_signal(&l, 0) != 0)
+	if (error == 0 && launch_wait_signal(&l, 0) != 0)
 		error = CADRE_ERR_CANCELLED;
 	startup = now_mono() - t0;
 	st = json_object();
@@ -483,12 +483,12 @@ cmd_launch(int argc, char **argv)
 		rc = error == CADRE_ERR_CANCELLED ? LAUNCH_EXIT_PREEMPTED :
 		    LAUNCH_EXIT_FAILED;
 		json_object_set_new(st, "exit_status", json_integer(rc));
-		write_status(&l, st);
+		launch_write_status(&l, st);
 		goto out;
 	}
 
 	/* 2. mpirun over the agents, or srun. */
-	if (!o.use_srun && write_hostfile(&l, &hostfile) != 0)
+	if (!o.use_srun && launch_write_hostfile(&l, &hostfile) != 0)
 		goto out;
 	for (i = 0; i < (size_t)l.total_slots; i++) {
 		char	*rel;
@@ -503,7 +503,7 @@ cmd_launch(int argc, char **argv)
 	if (launch_command(&l, &o, hostfile, &cmd) != 0)
 		goto out;
 
-	if ((error = run_mpirun(&l, cmd.av, &wstatus, &preempted, msg,
+	if ((error = launch_run_mpirun(&l, cmd.av, &wstatus, &preempted, msg,
 	    sizeof msg)) != 0) {
 		log_error("%s", msg);
 		rc = LAUNCH_EXIT_FAILED;
@@ -516,7 +516,7 @@ cmd_launch(int argc, char **argv)
 	if (o.nstage > 0 && !o.keep_staged)
 		clean_stage(&l, o.nstage);
 	json_object_set_new(st, "exit_status", json_integer(rc));
-	write_status(&l, st);
+	launch_write_status(&l, st);
  out:
 	for (i = 0; i < o.nstage; i++)
 		stage_pair_free(&o.stages[i]);

@@ -74,25 +74,25 @@ struct launch_cmd {
 };
 
 /* launch_wait.c */
-int wait_ready(struct launch *l);
-size_t find_lost(struct launch *l, json_t **lostp, struct cbuf *names);
+int launch_wait_ready(struct launch *l);
+size_t launch_find_lost(struct launch *l, json_t **lostp, struct cbuf *names);
 int launch_not_ready(struct launch *l, json_t *st, int error, int wait_only);
 
 /* launch_signal.c */
-int wait_signal(struct launch *l, double secs);
-void forward_signals(struct launch *l, pid_t pid, int exited,
+int launch_wait_signal(struct launch *l, double secs);
+void launch_forward_signals(struct launch *l, pid_t pid, int exited,
     int *preempted, double *term_at);
 
 /* launch_run.c */
-int write_hostfile(struct launch *l, char **pathp);
+int launch_write_hostfile(struct launch *l, char **pathp);
 int launch_command(struct launch *l, const struct launch_opts *o,
     char *hostfile, struct launch_cmd *c);
 void launch_cmd_free(struct launch_cmd *c);
-int run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
+int launch_run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
     char *msg, size_t msglen);
 
 /* launch_status.c */
-void write_status(struct launch *l, json_t *st);
+void launch_write_status(struct launch *l, json_t *st);
 int launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
     int use_srun);
 

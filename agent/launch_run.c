@@ -26,7 +26,7 @@
 #include "xmalloc.h"
 
 int
-write_hostfile(struct launch *l, char **pathp)
+launch_write_hostfile(struct launch *l, char **pathp)
 {
 	struct cbuf	 b;
 	size_t		 i, j;
@@ -87,7 +87,7 @@ relay(int fd, int out, int logfd)
  * in *wstatus, *preempted set when we were asked to stop; or
  * CADRE_ERR_SYSTEM with why it could not start in msg. */
 int
-run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
+launch_run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
     char *msg, size_t msglen)
 {
 	struct pollfd		 pfd[3];
@@ -146,7 +146,7 @@ run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
 			pfd[i].events = POLLIN;
 		if (poll(pfd, 3, 200) == -1 && errno != EINTR)
 			fatal("poll");
-		forward_signals(l, pid, exited, preempted, &term_at);
+		launch_forward_signals(l, pid, exited, preempted, &term_at);
 		for (i = 0; i < 2; i++) {
 			if (pfd[i].fd >= 0 && (pfd[i].revents & (POLLIN |
 			    POLLHUP | POLLERR)) && relay(pfd[i].fd, i + 1,

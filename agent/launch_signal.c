@@ -21,7 +21,7 @@
  * and no time to be sure of a checkpoint, the launch stops (resumable)
  * rather than start ranks that would never hear of it. */
 int
-wait_signal(struct launch *l, double secs)
+launch_wait_signal(struct launch *l, double secs)
 {
 	struct pollfd	pfd;
 	unsigned char	sig;
@@ -47,7 +47,7 @@ wait_signal(struct launch *l, double secs)
  * signal.
  */
 void
-forward_signals(struct launch *l, pid_t pid, int exited, int *preempted,
+launch_forward_signals(struct launch *l, pid_t pid, int exited, int *preempted,
     double *term_at)
 {
 	unsigned char	sig;

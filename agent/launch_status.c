@@ -21,7 +21,7 @@
 #include "xmalloc.h"
 
 void
-write_status(struct launch *l, json_t *st)
+launch_write_status(struct launch *l, json_t *st)
 {
 	char	*path = rundir_path(l->rundir, RUNDIR_STATUS);
 	int	 error;
@@ -259,7 +259,7 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		    failed_node ? failed_node : "an unknown node",
 		    (long long)ec));
 	} else if (code != 0 && !use_srun &&
-	    find_lost(l, &lost, &lostnames) > 0) {
+	    launch_find_lost(l, &lost, &lostnames) > 0) {
 		rc = LAUNCH_EXIT_NODE_FAIL;
 		log_error("node_fail: the agent of %s no longer answers",
 		    lostnames.data);

@@ -109,7 +109,7 @@ probe_round(struct launch *l)
 /* After a failed run: which agents no longer answer (lost nodes). Their
  * names go into a JSON array; the count is returned. */
 size_t
-find_lost(struct launch *l, json_t **lostp, struct cbuf *names)
+launch_find_lost(struct launch *l, json_t **lostp, struct cbuf *names)
 {
 	size_t	i, nlost = 0;
 
@@ -137,7 +137,7 @@ find_lost(struct launch *l, json_t **lostp, struct cbuf *names)
 /* Rounds of probes over the nodes not yet ready, until all are or the
  * deadline passes. 0 or CADRE_ERR_TIMEOUT. */
 int
-wait_ready(struct launch *l)
+launch_wait_ready(struct launch *l)
 {
 	size_t		i;
 	double		backoff = LAUNCH_BACKOFF_MIN, left;
@@ -151,7 +151,7 @@ wait_ready(struct launch *l)
 				l->pending[l->npending++] = i;
 		if (l->npending == 0)
 			return 0;
-		if (wait_signal(l, 0) != 0)
+		if (launch_wait_signal(l, 0) != 0)
 			return CADRE_ERR_CANCELLED;
 		if (now_mono() >= l->deadline)
 			return CADRE_ERR_TIMEOUT;
@@ -163,7 +163,7 @@ wait_ready(struct launch *l)
 		left = l->deadline - now_mono();
 		if (left <= 0)
 			return CADRE_ERR_TIMEOUT;
-		if (wait_signal(l, backoff < left ? backoff : left) != 0)
+		if (launch_wait_signal(l, backoff < left ? backoff : left) != 0)
 			return CADRE_ERR_CANCELLED;
 		backoff = backoff * 2 < LAUNCH_BACKOFF_MAX ? backoff * 2 :
 		    LAUNCH_BACKOFF_MAX;
@@ -191,7 +191,7 @@ launch_not_ready(struct launch *l, json_t *st, int error, int wait_only)
 		json_object_set_new(st, "exit_status",
 		    json_integer(LAUNCH_EXIT_PREEMPTED));
 		if (!wait_only)
-			write_status(l, st);
+			launch_write_status(l, st);
 		return LAUNCH_EXIT_PREEMPTED;
 	}
 	if (wait_only) {
@@ -226,6 +226,6 @@ launch_not_ready(struct launch *l, json_t *st, int error, int wait_only)
 	cbuf_free(&why);
 	json_object_set_new(st, "exit_status",
 	    json_integer(LAUNCH_EXIT_STARTUP_TIMEOUT));
-	write_status(l, st);
+	launch_write_status(l, st);
 	return LAUNCH_EXIT_STARTUP_TIMEOUT;
 }

@@ -285,7 +285,7 @@ stage_manifest_parse(const char *text, size_t len, struct stage_manifest *m,
 
 /* SHA-256 of fd from its current offset to the end; *size: bytes read. */
 int
-hash_fd(int fd, char hex[65], int64_t *size, char *buf)
+stage_hash_fd(int fd, char hex[65], int64_t *size, char *buf)
 {
 	struct sha256_ctx	c;
 	uint8_t			d[SHA256_DIGEST_LEN];
@@ -376,7 +376,7 @@ walk_tree(struct walk *w, const char *root, const char *rel, int depth)
 				    "files", root, STAGE_FILES_MAX);
 				error = CADRE_ERR_TOO_LARGE;
 			} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) ==
-			    -1 || hash_fd(fd, hex, &size, w->buf) != 0) {
+			    -1 || stage_hash_fd(fd, hex, &size, w->buf) != 0) {
 				snprintf(w->msg, w->msglen, "%s: %s", path,
 				    strerror(errno));
 				error = CADRE_ERR_SYSTEM;
@@ -442,7 +442,7 @@ stage_prepare(const char *rundir, const struct stage_pair *pairs,
 			    rp[0] != '\0' ? rp : "/"));
 			*slash = '/';
 			if ((fd = open(rp, O_RDONLY | O_CLOEXEC)) == -1 ||
-			    hash_fd(fd, hex, &size, w.buf) != 0) {
+			    stage_hash_fd(fd, hex, &size, w.buf) != 0) {
 				snprintf(msg, msglen, "%s: %s", rp,
 				    strerror(errno));
 				error = CADRE_ERR_SYSTEM;

@@ -92,7 +92,7 @@ int stage_expand_dst(const char *dst, const char *node, char **out);
 /* SHA-256 of fd from its current offset to the end into hex; *size:
  * bytes read; buf: STAGE_CHUNK bytes. Both the manifest and the node's
  * copy hash with it. */
-int hash_fd(int fd, char hex[65], int64_t *size, char *buf);
+int stage_hash_fd(int fd, char hex[65], int64_t *size, char *buf);
 
 /* `cadre-agent stage`, run on a node (stage_node.c). */
 int cmd_stage(int argc, char **argv);

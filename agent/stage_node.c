@@ -113,7 +113,7 @@ copy_verified(const char *src, const char *tmp, const struct stage_file *f,
 	}
 	/* Read the copy back: what landed on the disk, not what we sent. */
 	if ((out = open(tmp, O_RDONLY | O_CLOEXEC)) == -1 ||
-	    hash_fd(out, hex, &size, buf) != 0) {
+	    stage_hash_fd(out, hex, &size, buf) != 0) {
 		snprintf(msg, msglen, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
@@ -153,7 +153,7 @@ already_there(const char *path, const struct stage_file *f, char *buf,
 		return 0;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return 0;
-	if (hash_fd(fd, hex, &size, buf) == 0 && size == f->size &&
+	if (stage_hash_fd(fd, hex, &size, buf) == 0 && size == f->size &&
 	    strcmp(hex, f->sha256) == 0)
 		same = 1;
 	close(fd);

@@ -190,23 +190,23 @@ run_report(const struct cli_command *cmd, int argc, char **argv)
 		if (o.nat > 0) {
 			fprintf(stdout, "# Report: %s (%s) at equal training "
 			    "time\n", r->name, r->exp_id);
-			md_at(r, o.at, o.nat, stdout);
+			render_md_at(r, o.at, o.nat, stdout);
 		} else
-			print_md(r, b, m, nm, stdout);
+			render_md(r, b, m, nm, stdout);
 		break;
 	case FMT_CSV:
 		if (o.nat > 0)
-			print_csv_at(r, o.at, o.nat, stdout);
+			render_csv_at(r, o.at, o.nat, stdout);
 		else
-			print_csv(r, stdout);
+			render_csv(r, stdout);
 		break;
 	case FMT_JSON:
 		root = report_json(r);
 		if (o.nat > 0)
-			json_object_set_new(root, "at", at_json(r, o.at, o.nat));
+			json_object_set_new(root, "at", render_at_json(r, o.at, o.nat));
 		if (b != NULL)
 			json_object_set_new(root, "compare",
-			    compare_json(r, b, m, nm));
+			    render_compare_json(r, b, m, nm));
 		json_dumpf(root, stdout, JSON_INDENT(2) | JSON_SORT_KEYS |
 		    JSON_REAL_PRECISION(17));
 		putchar('\n');
@@ -219,10 +219,10 @@ run_report(const struct cli_command *cmd, int argc, char **argv)
 		goto out;
 	}
 	/* The plot paths go to stderr when stdout carries csv or json. */
-	if (o.plot != NULL && plots(r, o.plot, o.format == FMT_MD ? stdout :
+	if (o.plot != NULL && render_plots(r, o.plot, o.format == FMT_MD ? stdout :
 	    stderr) != 0)
 		goto out;
-	if (o.plot != NULL && o.nat > 0 && plots_at(r, o.plot, o.format ==
+	if (o.plot != NULL && o.nat > 0 && render_plots_at(r, o.plot, o.format ==
 	    FMT_MD ? stdout : stderr) != 0)
 		goto out;
 	ret = CLI_EXIT_OK;
@@ -247,7 +247,7 @@ cli_report_print(const char *db, const char *exp_id, FILE *fp)
 		return rc;
 	}
 	if ((rc = load(st, exp_id, &r)) == 0)
-		print_md(r, NULL, NULL, 0, fp);
+		render_md(r, NULL, NULL, 0, fp);
 	report_free(r);
 	state_close(st);
 	return rc;

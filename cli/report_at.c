@@ -44,7 +44,7 @@ fmt_ratio(double v)
 
 /* The configuration as its varied values ("batch_size=8"), or its id. */
 char *
-config_label(const struct report *r, size_t ci)
+render_config_label(const struct report *r, size_t ci)
 {
 	struct cbuf	b;
 	size_t		j;
@@ -60,7 +60,7 @@ config_label(const struct report *r, size_t ci)
 }
 
 void
-md_at(const struct report *r, const double *at, size_t nat, FILE *fp)
+render_md_at(const struct report *r, const double *at, size_t nat, FILE *fp)
 {
 	static const char *const cols[] = { "config", "values", "runs at T",
 	    "steps", "samples", "samples/s", "eval accuracy", "eval loss",
@@ -88,7 +88,7 @@ md_at(const struct report *r, const double *at, size_t nat, FILE *fp)
 			row = table_row(&t);
 			c = 0;
 			row[c++] = xstrdup(cf->id);
-			row[c++] = config_label(r, rows[i].config);
+			row[c++] = render_config_label(r, rows[i].config);
 			xasprintf(&row[c++], "%zu/%zu", rows[i].nmark, rows[i].nruns);
 			row[c++] = fmt_spread(&rows[i].steps, 0);
 			row[c++] = fmt_spread(&rows[i].samples, 0);
@@ -120,7 +120,7 @@ csv_spread(FILE *fp, const struct report_spread *v)
 }
 
 void
-print_csv_at(const struct report *r, const double *at, size_t nat, FILE *fp)
+render_csv_at(const struct report *r, const double *at, size_t nat, FILE *fp)
 {
 	static const char *const figs[] = { "steps", "samples", "samples_per_s",
 	    "accuracy", "loss" };
@@ -172,7 +172,7 @@ spread_json(const struct report_spread *v)
 }
 
 json_t *
-at_json(const struct report *r, const double *at, size_t nat)
+render_at_json(const struct report *r, const double *at, size_t nat)
 {
 	struct report_at_row	*rows;
 	json_t			*arr = json_array(), *t, *cs, *o;
@@ -183,7 +183,7 @@ at_json(const struct report *r, const double *at, size_t nat)
 		cs = json_array();
 		for (i = 0; i < n; i++) {
 			const struct report_config *cf = &r->configs[rows[i].config];
-			char	*label = config_label(r, rows[i].config);
+			char	*label = render_config_label(r, rows[i].config);
 
 			o = json_pack("{s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, "
 			    "s:o, s:o, s:o, s:o, s:o}", "config", cf->id,

@@ -13,7 +13,7 @@
 #include "xmalloc.h"
 
 void
-md_compare(const struct report *a, const struct report *b,
+render_md_compare(const struct report *a, const struct report *b,
     const struct report_match *m, size_t nm, FILE *fp)
 {
 	static const char *const titles[] = { "config", "nodes", "ranks",
@@ -70,7 +70,7 @@ md_compare(const struct report *a, const struct report *b,
 }
 
 json_t *
-compare_json(const struct report *a, const struct report *b,
+render_compare_json(const struct report *a, const struct report *b,
     const struct report_match *m, size_t nm)
 {
 	json_t	*o = json_object(), *arr = json_array(), *e;

@@ -40,7 +40,7 @@ plot_write(FILE *list, const char *dir, const char *file,
 }
 
 int
-plots(const struct report *r, const char *dir, FILE *list)
+render_plots(const struct report *r, const char *dir, FILE *list)
 {
 	const struct report_group	*g;
 	const struct report_config	*c, *b;
@@ -177,7 +177,7 @@ plots(const struct report *r, const char *dir, FILE *list)
 /* accuracy_vs_time.svg and accuracy_vs_samples.svg: per configuration,
  * the median eval accuracy over its runs at each timed mark. */
 int
-plots_at(const struct report *r, const char *dir, FILE *list)
+render_plots_at(const struct report *r, const char *dir, FILE *list)
 {
 	struct svg_chart	 ch;
 	struct svg_series	*ts, *ss;
@@ -216,7 +216,7 @@ plots_at(const struct report *r, const char *dir, FILE *list)
 			ay[ns][k] = rows[ci].accuracy.median;
 			free(rows);
 		}
-		labels[ns] = config_label(r, ci);
+		labels[ns] = render_config_label(r, ci);
 		ts[ns] = (struct svg_series){ labels[ns], tx[ns], ay[ns], nm, 0, 1 };
 		ss[ns] = (struct svg_series){ labels[ns], sx[ns], ay[ns], nm, 0, 1 };
 		ns++;

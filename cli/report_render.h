@@ -40,27 +40,27 @@ void csv_num(FILE *fp, double v);
 
 /* The main report. b, m and nm: the --compare experiment and its matches
  * (report_compare()), or NULL, NULL, 0. */
-void print_md(const struct report *r, const struct report *b,
+void render_md(const struct report *r, const struct report *b,
     const struct report_match *m, size_t nm, FILE *fp);
-void print_csv(const struct report *r, FILE *fp);
+void render_csv(const struct report *r, FILE *fp);
 
 /* --compare: r is A, b is B. */
-void md_compare(const struct report *a, const struct report *b,
+void render_md_compare(const struct report *a, const struct report *b,
     const struct report_match *m, size_t nm, FILE *fp);
-json_t *compare_json(const struct report *a, const struct report *b,
+json_t *render_compare_json(const struct report *a, const struct report *b,
     const struct report_match *m, size_t nm);
 
 /* --at: at[0..nat) in seconds of training time. */
-char *config_label(const struct report *r, size_t ci);
-void md_at(const struct report *r, const double *at, size_t nat, FILE *fp);
-void print_csv_at(const struct report *r, const double *at, size_t nat,
+char *render_config_label(const struct report *r, size_t ci);
+void render_md_at(const struct report *r, const double *at, size_t nat, FILE *fp);
+void render_csv_at(const struct report *r, const double *at, size_t nat,
     FILE *fp);
-json_t *at_json(const struct report *r, const double *at, size_t nat);
+json_t *render_at_json(const struct report *r, const double *at, size_t nat);
 
 /* --plot: write the SVG files into dir (created if missing) and each
  * path on list; 0, or a negative enum cadre_err after a message on
  * stderr. */
-int plots(const struct report *r, const char *dir, FILE *list);
-int plots_at(const struct report *r, const char *dir, FILE *list);
+int render_plots(const struct report *r, const char *dir, FILE *list);
+int render_plots_at(const struct report *r, const char *dir, FILE *list);
 
 #endif

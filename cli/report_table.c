@@ -430,7 +430,7 @@ md_env(const struct report *r, FILE *fp)
 
 
 void
-print_md(const struct report *r, const struct report *b,
+render_md(const struct report *r, const struct report *b,
     const struct report_match *m, size_t nm, FILE *fp)
 {
 	char	*counts = counts_text(r->count);
@@ -457,7 +457,7 @@ print_md(const struct report *r, const struct report *b,
 		    "standard error.\n", r->warnings.nwarnings,
 		    r->warnings.nwarnings == 1 ? "" : "s");
 	if (b != NULL)
-		md_compare(r, b, m, nm, fp);
+		render_md_compare(r, b, m, nm, fp);
 }
 
 /* RFC 4180: quoted when it holds a comma, a quote or a line break. */
@@ -489,7 +489,7 @@ csv_num(FILE *fp, double v)
 }
 
 void
-print_csv(const struct report *r, FILE *fp)
+render_csv(const struct report *r, FILE *fp)
 {
 	const struct report_config	*c;
 	size_t				 i, j;
