@@ -213,6 +213,18 @@ str_to_double(const char *s, double *out)
 }
 
 int
+str_no_control(const char *s, size_t max)
+{
+	size_t	i;
+
+	for (i = 0; s[i] != '\0'; i++) {
+		if (i >= max || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+int
 str_is_name(const char *s, size_t max)
 {
 	size_t	n;

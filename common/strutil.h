@@ -33,6 +33,9 @@ uint32_t str_hash(const void *s, size_t len);
 
 /* Whether s matches [A-Za-z0-9._-]{1,max}. */
 int str_is_name(const char *s, size_t max);
+/* Whether s has at most max bytes and no control character (a path or
+ * value may hold anything else where it is quoted). */
+int str_no_control(const char *s, size_t max);
 
 /*
  * A spec path as the node sees it (docs/spec.md "path"): one that starts

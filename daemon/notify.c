@@ -12,6 +12,7 @@
 #include "error.h"
 #include "log.h"
 #include "notify.h"
+#include "strutil.h"
 #include "xmalloc.h"
 
 struct note {
@@ -140,25 +141,14 @@ notify_pending(const struct notifier *n)
 	return n != NULL ? n->n : 0;
 }
 
-static int
-text_ok(const char *s, size_t max)
-{
-	size_t	i;
-
-	for (i = 0; s[i] != '\0'; i++) {
-		if (i >= max || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return 0;
-	}
-	return i > 0;
-}
-
 int
 notify_post(struct notifier *n, const char *url, const char *json_body)
 {
 	struct note	*e;
 	char		 logurl[256];
 
-	if (url == NULL || json_body == NULL || !text_ok(url, NOTIFY_URL_MAX) ||
+	if (url == NULL || json_body == NULL || *url == '\0' ||
+	    !str_no_control(url, NOTIFY_URL_MAX) ||
 	    strlen(json_body) > NOTIFY_BODY_MAX)
 		return CADRE_ERR_INVALID;
 	notify_url_for_log(url, logurl, sizeof logurl);

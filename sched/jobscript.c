@@ -62,20 +62,6 @@ env_name_ok(const char *s, size_t len)
 	return 1;
 }
 
-/* No control characters (a path or value may hold anything else: it is
- * quoted). */
-static int
-text_ok(const char *s, size_t max)
-{
-	size_t	i;
-
-	for (i = 0; s[i] != '\0'; i++) {
-		if (i >= max || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return 0;
-	}
-	return 1;
-}
-
 void
 jobscript_from_run(const struct spec *s, const struct spec_run *r,
     const char *run_dir, const char *job_name, const char *agent,
@@ -141,7 +127,7 @@ jobscript_check_job(const struct sched_job *j, char *err, size_t errlen)
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "run id: expected %d hex digits",
 		    SPEC_ID_LEN);
 	if (j->run_dir == NULL || j->run_dir[0] != '/' ||
-	    !text_ok(j->run_dir, SPEC_MAX_PATH))
+	    !str_no_control(j->run_dir, SPEC_MAX_PATH))
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "run dir: expected an absolute path "
 		    "without control characters");
 	if (j->job_name == NULL || !str_is_name(j->job_name, JOBSCRIPT_NAME_MAX))
@@ -173,19 +159,21 @@ jobscript_check_job(const struct sched_job *j, char *err, size_t errlen)
 		return r;
 	/* Extra words are argv words of sbatch/qsub, never script text. */
 	for (i = 0; i < j->nextra; i++) {
-		if (*j->extra[i] == '\0' || !text_ok(j->extra[i], WORD_MAX))
+		if (*j->extra[i] == '\0' ||
+		    !str_no_control(j->extra[i], WORD_MAX))
 			return cadre_errf(err, errlen, CADRE_ERR_INVALID, "scheduler.extra[%zu]: expected "
 			    "1 to %d bytes without control characters", i,
 			    WORD_MAX);
 	}
 	if (j->script != NULL && (j->script[0] != '/' ||
-	    !text_ok(j->script, SPEC_MAX_PATH)))
+	    !str_no_control(j->script, SPEC_MAX_PATH)))
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "job script: expected an absolute path");
 	for (i = 0; i < j->nenv; i++) {
 		const char	*eq = strchr(j->env[i], '=');
 
 		if (eq == NULL || !env_name_ok(j->env[i],
-		    (size_t)(eq - j->env[i])) || !text_ok(eq + 1, SPEC_MAX_TEXT))
+		    (size_t)(eq - j->env[i])) ||
+		    !str_no_control(eq + 1, SPEC_MAX_TEXT))
 			return cadre_errf(err, errlen, CADRE_ERR_INVALID, "environment entry %zu: expected "
 			    "NAME=value, a variable name and no control "
 			    "characters", i);
@@ -424,8 +412,8 @@ jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
 
 	*out = NULL;
 	if (js->agent == NULL || js->agent[0] != '/' ||
-	    !text_ok(js->agent, SPEC_MAX_PATH) || js->trainer == NULL ||
-	    js->trainer[0] != '/' || !text_ok(js->trainer, SPEC_MAX_PATH))
+	    !str_no_control(js->agent, SPEC_MAX_PATH) || js->trainer == NULL ||
+	    js->trainer[0] != '/' || !str_no_control(js->trainer, SPEC_MAX_PATH))
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "agent and trainer: expected absolute "
 		    "paths");
 	if ((r = jobscript_check_job(&js->job, err, errlen)) != 0)
@@ -441,8 +429,8 @@ jobscript_render(enum jobscript_kind kind, const char *tmpl, size_t len,
 		    "--from-env` in an sbatch script with pyxis's options");
 	if (js->stage_src != NULL && (js->stage_dst == NULL ||
 	    strchr(js->stage_src, ':') != NULL ||
-	    !text_ok(js->stage_src, SPEC_MAX_PATH) ||
-	    !text_ok(js->stage_dst, SPEC_MAX_PATH)))
+	    !str_no_control(js->stage_src, SPEC_MAX_PATH) ||
+	    !str_no_control(js->stage_dst, SPEC_MAX_PATH)))
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "stage.to: trainer.data and stage.to "
 		    "must be paths without ':' (launch --stage takes SRC:DST)");
 	/* Unbounded while rendering (the inputs are bounded), checked at the
@@ -581,7 +569,7 @@ jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
 	int			 rc;
 
 	if (run_dir == NULL || run_dir[0] != '/' ||
-	    !text_ok(run_dir, SPEC_MAX_PATH))
+	    !str_no_control(run_dir, SPEC_MAX_PATH))
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "run dir: expected an absolute path "
 		    "without control characters");
 	o = json_object();

@@ -265,6 +265,19 @@ START_TEST(test_is_name)
 END_TEST
 
 /* Equal bytes hash equal; the hash spreads nearby keys over the low bits. */
+START_TEST(test_no_control)
+{
+	ck_assert_int_eq(str_no_control("/a b/caf\xc3\xa9 'x'", 64), 1);
+	ck_assert_int_eq(str_no_control("", 64), 1);
+	ck_assert_int_eq(str_no_control("abcd", 4), 1);
+	ck_assert_int_eq(str_no_control("abcde", 4), 0);
+	ck_assert_int_eq(str_no_control("a\nb", 64), 0);
+	ck_assert_int_eq(str_no_control("a\tb", 64), 0);
+	ck_assert_int_eq(str_no_control("a\x7f", 64), 0);
+	ck_assert_int_eq(str_no_control("\x1b[0m", 64), 0);
+}
+END_TEST
+
 START_TEST(test_hash)
 {
 	unsigned	seen[64] = { 0 };
@@ -337,6 +350,7 @@ strutil_suite(void)
 	tcase_add_test(tc, test_int64);
 	tcase_add_test(tc, test_double);
 	tcase_add_test(tc, test_is_name);
+	tcase_add_test(tc, test_no_control);
 	tcase_add_test(tc, test_hash);
 	tcase_add_test(tc, test_path_expand_env);
 	suite_add_tcase(s, tc);
