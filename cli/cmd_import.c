@@ -104,22 +104,19 @@ import_line(void *ctx, enum rundir_line kind, const char *line, size_t len,
 
 	(void)lineno;
 	im->total += len + 1;
-	if (kind == RUNDIR_LINE_TOO_LONG ||
-	    cjson_loadb(line, len, IMPORT_LINE_MAX, &j, NULL) != 0)
+	if (rundir_metrics_event(kind, line, len, IMPORT_LINE_MAX, &j,
+	    &ev) != 0)
 		return im->total >= IMPORT_METRICS_MAX;
-	if (cjson_get_string(j, MX_EVENT, &ev) == 0) {
-		if (strcmp(ev, MX_EV_START) == 0 && im->start == NULL) {
-			im->start = j;
-			j = NULL;
-		} else if (strcmp(ev, MX_EV_SUMMARY) == 0) {
-			json_decref(im->summary);
-			im->summary = j;
-			j = NULL;
-		} else if (strcmp(ev, MX_EV_STEP) == 0 &&
-		    cjson_get_int(j, MX_STEP, &step) == 0 &&
-		    step > im->last_step)
-			im->last_step = step;
-	}
+	if (strcmp(ev, MX_EV_START) == 0 && im->start == NULL) {
+		im->start = j;
+		j = NULL;
+	} else if (strcmp(ev, MX_EV_SUMMARY) == 0) {
+		json_decref(im->summary);
+		im->summary = j;
+		j = NULL;
+	} else if (strcmp(ev, MX_EV_STEP) == 0 &&
+	    cjson_get_int(j, MX_STEP, &step) == 0 && step > im->last_step)
+		im->last_step = step;
 	json_decref(j);
 	/* enough for a spec: the rest of a huge file is not read */
 	return im->total >= IMPORT_METRICS_MAX;

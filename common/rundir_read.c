@@ -159,6 +159,23 @@ rundir_read_lines(const char *path, const struct rundir_lines *o,
 }
 
 int
+rundir_metrics_event(enum rundir_line kind, const char *line, size_t len,
+    size_t max, json_t **o, const char **event)
+{
+	*o = NULL;
+	*event = NULL;
+	if (kind == RUNDIR_LINE_TOO_LONG ||
+	    cjson_loadb(line, len, max, o, NULL) != 0)
+		return CADRE_ERR_INVALID;
+	if (!json_is_object(*o) || cjson_get_string(*o, MX_EVENT, event) != 0) {
+		json_decref(*o);
+		*o = NULL;
+		return CADRE_ERR_INVALID;
+	}
+	return 0;
+}
+
+int
 rundir_parse_eval(const char *line, size_t len, struct rundir_eval *e,
     char *msg, size_t msglen)
 {

@@ -50,6 +50,14 @@ int rundir_read_lines(const char *path, const struct rundir_lines *o,
 int rundir_split_lines(const char *text, size_t len, int cut_first,
     size_t line_max, rundir_line_fn fn, void *ctx);
 
+/* A line of metrics.jsonl handed over by the reader, as a JSON object
+ * with its event: 0 with *o (the caller's to decref) and *event (inside
+ * *o); CADRE_ERR_INVALID for a line too long (over max bytes), not JSON,
+ * or not an object with an "event" string (*o NULL). */
+struct json_t;
+int rundir_metrics_event(enum rundir_line kind, const char *line,
+    size_t len, size_t max, struct json_t **o, const char **event);
+
 /* One eval.jsonl line, parsed: figures, or error (not NULL). */
 struct rundir_eval {
 	int64_t	 step;

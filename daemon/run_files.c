@@ -40,13 +40,9 @@ progress_line(void *ctx, enum rundir_line kind, const char *line, size_t len,
 	int			 b;
 
 	(void)lineno;
-	if (kind == RUNDIR_LINE_TOO_LONG || len < 2 ||
-	    cjson_loadb(line, len, MONITOR_METRICS_TAIL, &o, NULL) != 0)
+	if (rundir_metrics_event(kind, line, len, MONITOR_METRICS_TAIL, &o,
+	    &ev) != 0)
 		return 0;
-	if (!json_is_object(o) || cjson_get_string(o, MX_EVENT, &ev) != 0) {
-		json_decref(o);
-		return 0;
-	}
 	if (cjson_get_int(o, MX_STEP, &step) == 0 && step >= 0) {
 		p->step = step;
 		if (cjson_get_real(o, MX_ELAPSED_S, &d) == 0 && d >= 0)
