@@ -1,6 +1,7 @@
-/* daemon/monitor.c: the policy (end reasons, verdicts, backoff), the
- * metrics reader, the config file, and submit/tick/cancel over a real
- * database with the local backend in dry mode. */
+/* daemon/: the requeue policy (requeue.c: end reasons, verdicts,
+ * backoff), the progress reader (run_files.c), the config file, and
+ * submit/tick/cancel over a real database with the local backend in dry
+ * mode. */
 #include "config.h"
 
 #include <stdio.h>
