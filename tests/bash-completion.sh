@@ -7,13 +7,8 @@
 # directory's runs/. Skipped (77) without bash.
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
-command -v bash >/dev/null 2>&1 || { echo "SKIP: no bash"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-completion.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
+. "$top_srcdir/tests/lib.sh"
+command -v bash >/dev/null 2>&1 || skip "no bash"
 comp=$top_srcdir/etc/bash-completion/cadre
 cadre=$top_builddir/cadre
 
@@ -34,7 +29,7 @@ complete_words() {
 		printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " "' \
 	    sh "$comp" "$@")
 }
-check() {
+completes() {	# completes WHAT WANT CWORD WORDS...
 	what=$1 want=$2; shift 2
 	got=$(complete_words "$@")
 	if [ "$got" = "$want" ]; then
@@ -44,18 +39,18 @@ check() {
 	fi
 }
 
-check "cadre rep<TAB>" "report " 1 "$cadre" rep
-check "cadre rep<TAB> with no cadre to run" "report " 1 "$work/no-such-cadre" rep
-check "cadre report --f<TAB>" "--format " 2 "$cadre" report --f
-check "cadre report --format <TAB>" "csv json md " 3 "$cadre" report --format ""
-check "cadre report --pl<TAB>" "--plot " 2 "$cadre" report --pl
-check "cadre --h<TAB>" "--help " 1 "$cadre" --h
+completes "cadre rep<TAB>" "report " 1 "$cadre" rep
+completes "cadre rep<TAB> with no cadre to run" "report " 1 "$work/no-such-cadre" rep
+completes "cadre report --f<TAB>" "--format " 2 "$cadre" report --f
+completes "cadre report --format <TAB>" "csv json md " 3 "$cadre" report --format ""
+completes "cadre report --pl<TAB>" "--plot " 2 "$cadre" report --pl
+completes "cadre --h<TAB>" "--help " 1 "$cadre" --h
 
 mkdir "$work/specs" "$work/state" "$work/state/runs" \
     "$work/state/runs/0123456789ab" "$work/state/runs/fedcba987654"
 : > "$work/specs/a.yaml"; : > "$work/specs/b.yml"; : > "$work/specs/c.txt"
-check "cadre validate specs/<TAB>: specs and directories" "specs/a.yaml specs/b.yml " \
+completes "cadre validate specs/<TAB>: specs and directories" "specs/a.yaml specs/b.yml " \
     2 "$cadre" validate specs/
-check "cadre logs 01<TAB>: run ids" "0123456789ab " 2 "$cadre" logs 01
-check "cadre report --compare fe<TAB>" "fedcba987654 " 3 "$cadre" report --compare fe
+completes "cadre logs 01<TAB>: run ids" "0123456789ab " 2 "$cadre" logs 01
+completes "cadre report --compare fe<TAB>" "fedcba987654 " 3 "$cadre" report --compare fe
 exit $failed

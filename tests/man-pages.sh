@@ -4,13 +4,8 @@
 # every command that `cadre --help` lists. Skipped (77) without groff.
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
-command -v groff >/dev/null 2>&1 || { echo "SKIP: no groff"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-man.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
+. "$top_srcdir/tests/lib.sh"
+command -v groff >/dev/null 2>&1 || skip "no groff"
 
 for page in cadre.1 cadred.8 cadre-agent.1 cadre-train.1; do
 	f=$top_srcdir/man/$page

@@ -9,9 +9,6 @@ if ! command -v mpirun >/dev/null; then
 	echo "$test_name: skipped: no Open MPI (mpirun)"
 	exit 77
 fi
-mpi="--mpi-arg --mca --mpi-arg oob_tcp_if_include --mpi-arg lo
-     --mpi-arg --mca --mpi-arg btl --mpi-arg self,tcp
-     --mpi-arg --mca --mpi-arg btl_tcp_if_include --mpi-arg lo"
 # The rank program: rank 1 does what $1 says, rank 0 exits 0 or, with
 # "wait", waits to be stopped.
 cat >"$work/rankprog" <<'PROG'

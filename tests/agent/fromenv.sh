@@ -8,14 +8,7 @@
 # run on the right nodes, and the agents are gone afterwards. Also the
 # errors: no allocation, a malformed SLURM_TASKS_PER_NODE.
 . "$top_srcdir/tests/agent/lib.sh"
-hello=$top_builddir/tests/agent/mpi-hello
-if [ ! -x "$hello" ] || ! command -v mpirun >/dev/null; then
-	echo "$test_name: skipped: no Open MPI (mpirun, tests/agent/mpi-hello)"
-	exit 77
-fi
-mpi="--mpi-arg --mca --mpi-arg oob_tcp_if_include --mpi-arg lo
-     --mpi-arg --mca --mpi-arg btl --mpi-arg self,tcp
-     --mpi-arg --mca --mpi-arg btl_tcp_if_include --mpi-arg lo"
+need_mpi_hello
 bin=$work/bin
 mkdir "$bin"
 cp "$top_srcdir/tests/agent/fake-pbsdsh" "$bin/pbsdsh"

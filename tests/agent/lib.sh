@@ -3,11 +3,10 @@
 # and stops every process started with start_agent at exit.
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
+. "$top_srcdir/tests/lib.sh"
 agent=$top_builddir/cadre-agent
 probe=$top_builddir/tests/agent/ssh-probe
-test_name=$(basename "$0" .sh)
 [ -x "$agent" ] || { echo "$test_name: $agent not built" >&2; exit 99; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-$test_name.XXXXXX")
 chmod 0700 "$work"
 rd=$work/run
 pids=
@@ -19,7 +18,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 
 # One "PASS: what" or "FAIL: what" line per case (scripts/test counts
 # them); a failure ends the test, as later cases build on earlier ones.
@@ -31,16 +29,23 @@ ok() {
 	echo "PASS: $test_name: $*"
 }
 
-# wait_for SECONDS CMD...: polls CMD every 0.05 s until it succeeds.
-wait_for() {
-	_limit=$1; shift
-	_n=0
-	while ! "$@" 2>/dev/null; do
-		_n=$((_n + 1))
-		[ $_n -ge $((_limit * 20)) ] && return 1
-		sleep 0.05
-	done
-	return 0
+# wait_for (tests/lib.sh) polls an agent's files twice as often.
+wait_tick=0.05
+
+# $mpi: launch's options for Open MPI. mpirun treats each 127.0.1.x as a
+# remote host reached through rsh; its own traffic stays on loopback.
+mpi="--mpi-arg --mca --mpi-arg oob_tcp_if_include --mpi-arg lo
+     --mpi-arg --mca --mpi-arg btl --mpi-arg self,tcp
+     --mpi-arg --mca --mpi-arg btl_tcp_if_include --mpi-arg lo"
+
+# need_mpi_hello: exits 77 without Open MPI, or without $hello, the MPI
+# test program, which is built only with it.
+hello=$top_builddir/tests/agent/mpi-hello
+need_mpi_hello() {
+	if [ ! -x "$hello" ] || ! command -v mpirun >/dev/null; then
+		echo "$test_name: skipped: no Open MPI (mpirun, tests/agent/mpi-hello)"
+		exit 77
+	fi
 }
 
 # start_agent RUNDIR NODE ADDR [OPTIONS...]: starts serve in the background

@@ -5,15 +5,7 @@
 # SIGUSR1 reaches the ranks, SIGTERM stops them (preempted), an agent that
 # starts late is waited for.
 . "$top_srcdir/tests/agent/lib.sh"
-hello=$top_builddir/tests/agent/mpi-hello
-if [ ! -x "$hello" ] || ! command -v mpirun >/dev/null; then
-	echo "$test_name: skipped: no Open MPI (mpirun, tests/agent/mpi-hello)"
-	exit 77
-fi
-# mpirun treats each 127.0.1.x as a remote host reached through rsh.
-mpi="--mpi-arg --mca --mpi-arg oob_tcp_if_include --mpi-arg lo
-     --mpi-arg --mca --mpi-arg btl --mpi-arg self,tcp
-     --mpi-arg --mca --mpi-arg btl_tcp_if_include --mpi-arg lo"
+need_mpi_hello
 
 "$agent" keygen --run-dir "$rd" || fail "keygen"
 for i in 1 2 3 4; do start_agent "$rd" node$i 127.0.1.$i; done

@@ -10,9 +10,6 @@ if ! command -v mpirun >/dev/null || ! command -v sha256sum >/dev/null; then
 	echo "$test_name: skipped: no mpirun or sha256sum"
 	exit 77
 fi
-mpi="--mpi-arg --mca --mpi-arg oob_tcp_if_include --mpi-arg lo
-     --mpi-arg --mca --mpi-arg btl --mpi-arg self,tcp
-     --mpi-arg --mca --mpi-arg btl_tcp_if_include --mpi-arg lo"
 
 src=$work/src
 mkdir -p "$src/sub/deeper" "$src/empty-dir"

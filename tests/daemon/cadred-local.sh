@@ -9,16 +9,12 @@ set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
 agent=$top_builddir/cadre-agent
 [ -x "$agent" ] || { echo "FAIL: $agent not built"; exit 99; }
+. "$top_srcdir/tests/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1 || ! command -v bash >/dev/null 2>&1; then
-	echo "SKIP: no Open MPI (mpirun) or no bash"
-	exit 77
+	skip "no Open MPI (mpirun) or no bash"
 fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-cadred-local.XXXXXX") || exit 99
 TMPDIR=$work	# the job's Open MPI directories
 export TMPDIR
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
 . "$top_srcdir/tests/daemon/cadred-lib.sh"
 hook_pid=
 cleanup() {
@@ -27,7 +23,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 # the real agent this time; the fake trainer stays
 sed -i "s|^agent = .*|agent = $agent|" "$conf"
 

@@ -9,17 +9,13 @@
 # again (a bad one is refused and the old kept); SIGTERM stops it.
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-cadred-proto.XXXXXX") || exit 99
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
+. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/daemon/cadred-lib.sh"
 cleanup() {
 	cadred_stop KILL
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 echo "dry = 1" >> "$conf"
 
 cat > "$work/bad.yaml" <<'SPEC'

@@ -10,14 +10,9 @@ set -u
 tool=$top_builddir/tests/daemon/schedtool
 specs=$top_srcdir/tests/daemon/specs
 templates=$top_srcdir/etc/templates
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-jobscript.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
+. "$top_srcdir/tests/lib.sh"
 
-command -v bash >/dev/null 2>&1 || { echo "SKIP: no bash"; exit 77; }
+command -v bash >/dev/null 2>&1 || skip "no bash"
 rd="$work/run it's \$(touch $work/pwned) \`touch $work/pwned\` \"q\" \\"
 for kind in slurm slurm-rest pbs; do
 	for i in 0 1; do

@@ -6,7 +6,8 @@
 # submit is cancelled at exit if it still runs.
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
-test_name=$(basename "$0" .sh)
+. "$top_srcdir/tests/lib.sh"
+tag=$test_name
 tool=$top_builddir/tests/daemon/schedtool
 agent=$top_builddir/cadre-agent
 templates=$top_srcdir/etc/templates
@@ -17,7 +18,6 @@ if ! command -v mpirun >/dev/null 2>&1 || ! command -v bash >/dev/null 2>&1; the
 	echo "$test_name: skipped: no Open MPI (mpirun) or no bash"
 	exit 77
 fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-$test_name.XXXXXX") || exit 99
 chmod 0700 "$work"
 # the job's Open MPI directories go under the test's own dir
 TMPDIR=$work
@@ -28,7 +28,6 @@ SCHEDTOOL_TRAINER=$top_srcdir/tests/daemon/local-trainer
 export TMPDIR SCHEDTOOL_BACKEND SCHEDTOOL_LOCAL_DIR SCHEDTOOL_AGENT \
 	SCHEDTOOL_TRAINER
 jobs=
-failed=0
 
 cleanup() {
 	for j in $jobs; do "$tool" cancel "$j" >/dev/null 2>&1; done
@@ -36,12 +35,9 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 
-pass() { echo "PASS: $test_name: $*"; }
-fail() { echo "FAIL: $test_name: $*"; failed=1; }
 # A failure the next cases build on: end the test.
-fatal() { echo "FAIL: $test_name: $*"; exit 1; }
+fatal() { fail "$*"; exit 1; }
 
 spec=$work/spec.yaml
 cat >"$spec" <<'SPEC'
@@ -97,18 +93,6 @@ procs_of() {
 	for _p in /proc/[0-9]*; do
 		{ tr '\0' ' ' <"$_p/cmdline"; } 2>/dev/null | grep -qF "$1" &&
 			echo "${_p#/proc/}"
-	done
-	return 0
-}
-
-# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
-wait_for() {
-	_limit=$1; shift
-	_n=0
-	while ! "$@" 2>/dev/null; do
-		_n=$((_n + 1))
-		[ $_n -ge $((_limit * 10)) ] && return 1
-		sleep 0.1
 	done
 	return 0
 }

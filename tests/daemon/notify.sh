@@ -12,7 +12,8 @@ tool=$top_builddir/tests/daemon/schedtool
 server=$top_srcdir/tests/daemon/webhook-server.py
 [ -x "$tool" ] || { echo "notify: $tool not built" >&2; exit 99; }
 command -v python3 >/dev/null 2>&1 || { echo "notify: skipped: no python3"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-notify.XXXXXX") || exit 99
+. "$top_srcdir/tests/lib.sh"
+tag=notify
 spid=
 stop_server() {
 	if [ -n "$spid" ]; then
@@ -22,10 +23,6 @@ stop_server() {
 	fi
 }
 trap 'stop_server; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
-failed=0
-pass() { echo "PASS: notify: $*"; }
-fail() { echo "FAIL: notify: $*"; failed=1; }
 
 # start NAME [OPTIONS...]: a receiver recording into $work/NAME; sets $url.
 start() {

@@ -6,11 +6,8 @@
 # medians are recomputed independently from the files; csv agrees; bad
 # --at values are usage errors (exit 2); the plots parse as XML.
 set -u
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-report-at.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
 . "$top_srcdir/tests/daemon/report-lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3"; exit 77; }
+command -v python3 >/dev/null 2>&1 || skip "no python3"
 
 sd=$work/state
 make_experiment "$sd" e1a2b3c4d5e6 scaling 1 > /dev/null 2>&1 ||

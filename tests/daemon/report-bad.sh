@@ -8,11 +8,8 @@
 # line is one warning naming FILE:LINE, the truncated last line is none,
 # and the damaged run's throughput is what its good lines give.
 set -u
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-report-bad.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
 . "$top_srcdir/tests/daemon/report-lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
+command -v python3 >/dev/null 2>&1 || skip "python3 missing"
 
 sd=$work/state
 make_experiment "$sd" cccc00000003 damaged 1 || { fail "fixture"; exit 1; }

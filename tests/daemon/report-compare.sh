@@ -6,9 +6,6 @@
 # no finished run in either, has no data. Matching is by values: the two
 # experiments' config ids differ (another seed).
 set -u
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-report-compare.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
 . "$top_srcdir/tests/daemon/report-lib.sh"
 
 sd=$work/state

@@ -4,12 +4,10 @@
 # and status.json (docs/contracts.md) that cadre-train rank 0 and
 # cadre-agent launch would write. These are FIXTURES, not runs.
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
+. "$top_srcdir/tests/lib.sh"
 cadre=$top_builddir/cadre
 fix=$top_builddir/tests/daemon/reportfix
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
-[ -x "$cadre" ] && [ -x "$fix" ] || { echo "SKIP: cadre or reportfix not built"; exit 77; }
+[ -x "$cadre" ] && [ -x "$fix" ] || skip "cadre or reportfix not built"
 
 # fixture_spec FILE NAME NODES_LIST INCLUDE_NODES SEED: 2 or 3
 # configurations of bert-tiny MLM on 1 rank per node, 3 repeats,

@@ -6,9 +6,6 @@
 # finished run still appears, and an independent recomputation from the
 # raw metrics.jsonl files (report_recompute.py) gets the same table.
 set -u
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-report-table.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
 . "$top_srcdir/tests/daemon/report-lib.sh"
 
 sd=$work/state

@@ -6,17 +6,13 @@
 # the staging time, and the copies are removed after the run.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/lib.sh"
 for p in cadre cadre-agent cadre-train; do
-	[ -x "$top_builddir/$p" ] || { echo "SKIP: $p not built"; exit 77; }
+	[ -x "$top_builddir/$p" ] || skip "$p not built"
 done
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+command -v mpirun >/dev/null 2>&1 || skip "no mpirun"
 "$top_builddir/cadre-train" prep --help >/dev/null 2>&1 ||
-    { echo "SKIP: cadre-train without prep"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-run-stage.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
+    skip "cadre-train without prep"
 # Open MPI's allocations outlive MPI_Finalize: no leak check in the ranks.
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 CADRE_STATE_DIR=$work/state CADRE_RUNTIME_DIR=$work/rt

@@ -8,15 +8,7 @@
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
 tool=$top_builddir/tests/daemon/schedtool
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-sched-pbs.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
-check() {
-	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', expected '$3'"; fi
-}
+. "$top_srcdir/tests/lib.sh"
 
 # ---------------------------------------------------------------- fakes
 bin=$work/fake-bin

@@ -10,13 +10,8 @@ set -u
 cadre=$top_builddir/cadre
 agent=$top_builddir/cadre-agent
 [ -x "$cadre" ] || { echo "FAIL: $cadre not built"; exit 99; }
-[ -x "$agent" ] || { echo "SKIP: no cadre-agent (built without the agent)"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-script-import.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
+. "$top_srcdir/tests/lib.sh"
+[ -x "$agent" ] || skip "no cadre-agent (built without the agent)"
 CADRE_STATE_DIR=$work/state
 export CADRE_STATE_DIR
 tmpl=$top_srcdir/etc/templates

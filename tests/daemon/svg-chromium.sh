@@ -6,11 +6,8 @@
 # under the build dir, is not blank (many colours, enough ink). Skipped
 # (77) without python3 or chromium.
 set -u
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-svg.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM HUP
 . "$top_srcdir/tests/daemon/report-lib.sh"
-command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
+command -v python3 >/dev/null 2>&1 || skip "python3 missing"
 
 sd=$work/state
 make_experiment "$sd" dddd00000004 plots 1 || { fail "fixture"; exit 1; }

@@ -16,16 +16,11 @@
 # 1- and 2-minute marks fall inside every run on any machine.
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
-if [ -n "${CADRE_DISTCHECK_FAST:-}" ]; then
-	echo "SKIP: four minutes of training that make check ran (CADRE_DISTCHECK_FAST)"
-	exit 77
-fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-timed.XXXXXX") || exit 99
+. "$top_srcdir/tests/lib.sh"
+[ -z "${CADRE_DISTCHECK_FAST:-}" ] ||
+    skip "four minutes of training that make check ran (CADRE_DISTCHECK_FAST)"
 TMPDIR=$work	# the jobs' Open MPI directories
 export TMPDIR
-failed=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
 check() {	# check WHAT GOT WANT
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', want '$3'"; fi
 }
@@ -37,7 +32,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
 # Open MPI's allocations outlive MPI_Finalize: not ours to report.
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ASAN_OPTIONS

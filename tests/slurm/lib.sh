@@ -5,7 +5,7 @@
 # after the other on the same private ports.
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
-test_name=$(basename "$0" .sh)
+. "$top_srcdir/tests/lib.sh"
 # scripts/test runs these in `make check`; `make distcheck` (which checks
 # that the tarball builds and its tests run) need not start Slurm again.
 if [ -n "${CADRE_DISTCHECK_FAST:-}" ]; then
@@ -22,11 +22,9 @@ for _p in munged slurmctld slurmd slurmrestd sbatch flock; do
 		exit 77
 	fi
 done
-work=$(mktemp -d "${TMPDIR:-/tmp}/cadre-$test_name.XXXXXX") || exit 99
 chmod 0755 "$work"	# the munge and REST users reach slurm/ below
 slurm=$work/slurm
 mkdir "$slurm"
-failed=0
 started=0
 
 cleanup() {
@@ -35,30 +33,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failed=1; }
-# check WHAT GOT EXPECTED
-check() {
-	if [ "$2" = "$3" ]; then
-		pass "$1"
-	else
-		fail "$1: got '$2', expected '$3'"
-	fi
-}
-
-# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
-wait_for() {
-	_limit=$1; shift
-	_n=0
-	while ! "$@" 2>/dev/null; do
-		_n=$((_n + 1))
-		[ $_n -ge $((_limit * 10)) ] && return 1
-		sleep 0.1
-	done
-	return 0
-}
 
 # One private cluster at a time on these ports.
 exec 9>"${TMPDIR:-/tmp}/cadre-slurm-${CADRE_SLURM_PORT:-17000}.lock"
