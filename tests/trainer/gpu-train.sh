@@ -112,4 +112,4 @@ if command -v mpirun > /dev/null 2>&1 && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; t
 else
 	echo "SKIP: NCCL data parallelism (needs mpirun and two GPUs)"
 fi
-exit $rc
+exit $failed

@@ -5,17 +5,8 @@
 # 2, a different seed pairing differently, and no temporary directory left.
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
-tool="$top_builddir/cadre-train"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-rc=0
-pass() { echo "PASS: $1"; }
-fail() { echo "FAIL: $1"; rc=1; }
-
-if ! "$tool" prep --help >/dev/null 2>&1; then
-	echo "SKIP: cadre-train has no prep (built without utf8proc)"
-	exit 77
-fi
+. "$top_srcdir/tests/trainer/lib.sh"
+need_prep
 # Control characters out, so that the JSON lines made below are JSON.
 # Every option of prep's table (trainer/prep.c) is in its --help, and back.
 sed -n 's/^[[:space:]]*{ "\([a-z0-9-]*\)", .*/--\1/p' "$top_srcdir/trainer/prep.c" | sort -u > "$work/table"
@@ -154,4 +145,4 @@ if ls -a "$work" | grep -q 'tmp-'; then
 else
 	pass "no temporary directory left"
 fi
-exit $rc
+exit $failed

@@ -6,17 +6,8 @@
 # sequences, an --out that exists.
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
-tool="$top_builddir/cadre-train"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-rc=0
-pass() { echo "PASS: $1"; }
-fail() { echo "FAIL: $1"; rc=1; }
-
-if ! "$tool" prep --help >/dev/null 2>&1; then
-	echo "SKIP: cadre-train has no prep (built without utf8proc)"
-	exit 77
-fi
+. "$top_srcdir/tests/trainer/lib.sh"
+need_prep
 
 # expect WHAT MESSAGE ARGS...: exit 2 and exactly MESSAGE on stderr.
 expect() {
@@ -159,4 +150,4 @@ if [ -e "$work/set" ] || ls -a "$work" | grep -q 'tmp-'; then
 else
 	pass "nothing left behind"
 fi
-exit $rc
+exit $failed

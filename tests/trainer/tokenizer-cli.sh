@@ -4,12 +4,7 @@
 # vocab hash, and the same output with one thread and with three.
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
-tool="$top_builddir/cadre-train"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-rc=0
-pass() { echo "PASS: $1"; }
-fail() { echo "FAIL: $1"; rc=1; }
+. "$top_srcdir/tests/trainer/lib.sh"
 
 for cmd in vocab tokenize; do
 	if "$tool" "$cmd" --help > "$work/help" 2>&1 &&
@@ -84,4 +79,4 @@ if [ $st -eq 1 ] && [ "$(cat "$work/err")" = "$work/longline.txt:2: error: a lin
 else
 	fail "vocab: long line: exit $st, $(cat "$work/err")"
 fi
-exit $rc
+exit $failed

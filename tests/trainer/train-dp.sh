@@ -103,4 +103,4 @@ l2=$(sed -n 's/.*"mlm_loss":\([^,]*\).*/\1/p' "$work/e2")
 [ -n "$m1" ] && [ "$m1" = "$m2" ] && echo "$l1 $l2" | awk '{ d = $1 - $2; exit !(d * d <= 1e-12 * $1 * $1) }' &&
     pass "eval on 2 ranks = on 1 (masked $m1, loss $l1 / $l2)" ||
     fail "eval: $(cat "$work/e1" "$work/e2")"
-exit $rc
+exit $failed

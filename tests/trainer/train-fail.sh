@@ -135,4 +135,4 @@ bad "{\"precision\": \"bf16\", \"data\": \"$work/shards\", \"out\": \"$work/o\"}
 "$tool" train --data "$work/shards" --out "$work/o2" --seq 64 --quiet 2> "$work/err"; st=$?
 [ $st -eq 2 ] && grep -q "sequences of 32 tokens, but seq_len is 64" "$work/err" &&
     pass "--seq 64 on 32-token shards: exit 2" || fail "--seq mismatch: exit $st $(cat "$work/err")"
-exit $rc
+exit $failed

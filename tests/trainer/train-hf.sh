@@ -13,7 +13,7 @@ py=$(sh "$top_srcdir/tests/reference/setup.sh") || exit $?
 make_shards "$work/shards"
 write_cfg "$work/c.json" "$work/shards" "$work/r" steps 5
 "$tool" train --config "$work/c.json" --quiet || { echo "FAIL: train"; exit 1; }
-"$py" "$top_srcdir/tests/trainer/hf_load.py" "$work/r/checkpoints/step-5" || rc=1
+"$py" "$top_srcdir/tests/trainer/hf_load.py" "$work/r/checkpoints/step-5" || failed=1
 "$py" - "$work/r/checkpoints/step-5" <<'PY'
 import json, struct, sys
 import torch
@@ -31,7 +31,7 @@ if not torch.equal(w, m.bert.embeddings.word_embeddings.weight.data):
     sys.exit(1)
 print("PASS: word embeddings equal")
 PY
-[ $? -eq 0 ] || rc=1
+[ $? -eq 0 ] || failed=1
 
 # cadre-train's logits from the checkpoint: one forward (and step) of
 # synthetic on a generated batch, dropout off; transformers' on the same.
@@ -65,5 +65,5 @@ for name, ours, theirs in (
               (name, ours.numel(), err))
 sys.exit(0 if ok else 1)
 PY
-[ $? -eq 0 ] || rc=1
-exit $rc
+[ $? -eq 0 ] || failed=1
+exit $failed

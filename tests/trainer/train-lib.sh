@@ -1,13 +1,8 @@
-# Sourced by tests/trainer/train-*.sh: a work dir, PASS/FAIL, a small shard
+# Sourced by tests/trainer/train-*.sh: tests/trainer/lib.sh, a small shard
 # set made with `cadre-train vocab` and `prep`, a small model's train.json,
 # and comparisons of losses (metrics.jsonl) and weights (safetensors).
 : "${top_srcdir:=.}" "${top_builddir:=.}"
-tool="$top_builddir/cadre-train"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-rc=0
-pass() { echo "PASS: $1"; }
-fail() { echo "FAIL: $1"; rc=1; }
+. "$top_srcdir/tests/trainer/lib.sh"
 # Open MPI's own allocations are not ours to report.
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ASAN_OPTIONS
@@ -17,10 +12,7 @@ export OMP_NUM_THREADS=1
 # a vocab of them, and pretraining shards of 32 tokens. Exits 77 when
 # cadre-train has no prep (built without utf8proc).
 make_shards() {
-	if ! "$tool" prep --help > /dev/null 2>&1; then
-		echo "SKIP: cadre-train has no prep (built without utf8proc)"
-		exit 77
-	fi
+	need_prep
 	sh "$top_srcdir/tests/trainer/tinytext.sh" > "$work/text.txt"
 	"$tool" vocab --quiet --size 120 -o "$work/vocab.txt" "$work/text.txt" ||
 	    { echo "FAIL: vocab"; exit 1; }

@@ -163,4 +163,4 @@ write_cfg "$work/cl2.json" "$work/cshards" "$work/cl2" seq_len 16
 "$tool" train --config "$work/cl2.json" --quiet 2> "$work/err"; st=$?
 [ $st -eq 2 ] && grep -q "classification shards, but task is pretrain" "$work/err" &&
     pass "pretrain on classification shards: exit 2" || fail "task/kind mismatch: exit $st"
-exit $rc
+exit $failed

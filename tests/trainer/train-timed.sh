@@ -111,4 +111,4 @@ printf '{"step": 2}\nnot json\n' > "$work/bad.jsonl"
 "$tool" eval --run-dir "$work/t" --data "$work/shards" --out "$work/bad.jsonl" 2> "$work/err"
 [ $? -eq 2 ] && grep -q "bad.jsonl:2:" "$work/err" && pass "a bad eval.jsonl line: exit 2 naming file:line" ||
     fail "bad eval.jsonl: $(cat "$work/err")"
-exit $rc
+exit $failed
