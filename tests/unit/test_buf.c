@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -30,15 +29,6 @@ make_file(char *path, size_t size, size_t n, char c)
 		n -= k;
 	}
 	close(fd);
-}
-
-static double
-now(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 START_TEST(test_init_free)
@@ -274,13 +264,13 @@ START_TEST(test_read_unbounded_source)
 	double		t0;
 
 	/* An endless device stops at the bound instead of filling memory. */
-	t0 = now();
+	t0 = unit_now();
 	cbuf_init(&b, 1 << 20);
 	ck_assert_int_eq(cbuf_read_file(&b, "/dev/zero"), CADRE_ERR_TOO_LARGE);
 	ck_assert_uint_eq(b.len, 0);
 	ck_assert_uint_le(b.cap, (1 << 20) + 1);
 	cbuf_free(&b);
-	ck_assert(now() - t0 < 5.0);
+	ck_assert(unit_now() - t0 < 5.0);
 }
 END_TEST
 

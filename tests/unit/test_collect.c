@@ -36,16 +36,6 @@ teardown(void)
 	unit_rmtree(dir);
 }
 
-static void
-put(const char *path, const char *text)
-{
-	FILE	*fp = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_int_ge(fputs(text, fp), 0);
-	ck_assert_int_eq(fclose(fp), 0);
-}
-
 static const char *zeros =
     "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -154,7 +144,7 @@ make_ckpt(const char *run, int64_t step, double due, int wrong_sum)
 	xasprintf(&d, "%s/checkpoints/step-%lld", run, (long long)step);
 	ck_assert_int_eq(mkdir(d, 0755), 0);
 	xasprintf(&p, "%s/model.safetensors", d);
-	put(p, "weights of this step");
+	unit_write_file(p, "weights of this step");
 	ck_assert_int_eq(sha256_file(p, hex, &bytes), 0);
 	if (wrong_sum)
 		hex[0] = hex[0] == 'a' ? 'b' : 'a';
@@ -169,7 +159,7 @@ make_ckpt(const char *run, int64_t step, double due, int wrong_sum)
 		    "1, \"files\": {\"model.safetensors\": \"%s\"}}\n",
 		    (long long)step, hex);
 	xasprintf(&p, "%s/meta.json", d);
-	put(p, meta);
+	unit_write_file(p, meta);
 	free(p);
 	free(meta);
 	free(d);
@@ -235,7 +225,7 @@ START_TEST(test_collect_run)
 	ck_assert_int_eq(added, 0);
 
 	xasprintf(&p, "%s/eval.jsonl", run);
-	put(p, "{\"step\": 40, \"loss\": 6.5, \"accuracy\": 0.25}\n"
+	unit_write_file(p, "{\"step\": 40, \"loss\": 6.5, \"accuracy\": 0.25}\n"
 	    "not json\n"
 	    "{\"step\": 80, \"error\": \"bad checksum\"}\n"
 	    "{\"step\": 999, \"loss\": 1, \"accuracy\": 1}\n"
@@ -253,7 +243,7 @@ START_TEST(test_collect_run)
 
 	/* thinning to [120]: step-40 goes, step-80 stays */
 	xasprintf(&p, "%s/checkpoints/latest", run);
-	put(p, "step-90\n");
+	unit_write_file(p, "step-90\n");
 	free(p);
 	ck_assert_int_eq(collect_thin(st, "r1", run, at, 1, &removed), 0);
 	ck_assert_int_eq(removed, 1);

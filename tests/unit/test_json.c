@@ -13,24 +13,6 @@
 #include "json.h"
 #include "unit.h"
 
-static char *
-read_all(const char *path)
-{
-	FILE	*f;
-	char	*s;
-	long	 n;
-
-	f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	s = calloc(1, (size_t)n + 1);
-	ck_assert_uint_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return s;
-}
-
 /* Number of entries in dir other than "." and "..". */
 static int
 count_entries(const char *dir)
@@ -256,7 +238,7 @@ START_TEST(test_write_atomic)
 	o = load("{\"zeta\": 1, \"alpha\": {\"y\": [1, 2], \"x\": \"s\"},"
 	    " \"mid\": null}");
 	ck_assert_int_eq(cjson_write_atomic(path, o, 0), 0);
-	text = read_all(path);
+	text = unit_read_file(path);
 	/* Sorted keys, two-space indent, a final newline. */
 	ck_assert_str_eq(text,
 	    "{\n"
@@ -284,7 +266,7 @@ START_TEST(test_write_atomic)
 	/* Replacing, with an explicit mode. */
 	o = load("[1]");
 	ck_assert_int_eq(cjson_write_atomic(path, o, 0644), 0);
-	text = read_all(path);
+	text = unit_read_file(path);
 	ck_assert_str_eq(text, "[\n  1\n]\n");
 	free(text);
 	ck_assert_int_eq(stat(path, &st), 0);
@@ -295,7 +277,7 @@ START_TEST(test_write_atomic)
 	/* A scalar can be written too. */
 	o = json_integer(7);
 	ck_assert_int_eq(cjson_write_atomic(path, o, 0), 0);
-	text = read_all(path);
+	text = unit_read_file(path);
 	ck_assert_str_eq(text, "7\n");
 	free(text);
 	json_decref(o);
@@ -316,7 +298,7 @@ START_TEST(test_write_atomic_relative)
 	ck_assert_int_eq(chdir(dir), 0);
 	o = load("{\"k\": true}");
 	ck_assert_int_eq(cjson_write_atomic("out.json", o, 0), 0);
-	text = read_all("out.json");
+	text = unit_read_file("out.json");
 	ck_assert_str_eq(text, "{\n  \"k\": true\n}\n");
 	free(text);
 	json_decref(o);

@@ -35,25 +35,6 @@ capture_begin(struct capture *c)
 }
 
 static char *
-read_all(const char *path)
-{
-	FILE	*f;
-	char	*s;
-	long	 n;
-
-	f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	s = calloc(1, (size_t)n + 1);
-	ck_assert_ptr_nonnull(s);
-	ck_assert_uint_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return s;
-}
-
-static char *
 capture_end(struct capture *c)
 {
 	char	*s;
@@ -61,7 +42,7 @@ capture_end(struct capture *c)
 	fflush(stderr);
 	ck_assert_int_ne(dup2(c->saved, STDERR_FILENO), -1);
 	close(c->saved);
-	s = read_all(c->path);
+	s = unit_read_file(c->path);
 	unlink(c->path);
 	return s;
 }
@@ -227,7 +208,7 @@ run_child(void (*fn)(void), char **out)
 	}
 	close(fd);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	*out = read_all(path);
+	*out = unit_read_file(path);
 	unlink(path);
 	ck_assert(WIFEXITED(status));
 	return WEXITSTATUS(status);

@@ -30,16 +30,6 @@ teardown(void)
 	unit_rmtree(dir);
 }
 
-static void
-write_file(const char *path, const char *text)
-{
-	FILE	*f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(fputs(text, f) >= 0, 1);
-	ck_assert_int_eq(fclose(f), 0);
-}
-
 static int
 feed(struct metrics *m, const char *line)
 {
@@ -190,7 +180,7 @@ START_TEST(test_load_warnings_and_truncation)
 	}
 	/* a run still writing: the last line is cut */
 	cbuf_adds(&b, "{\"event\":\"step\",\"step\":5,\"samples_per");
-	write_file(path, b.data);
+	unit_write_file(path, b.data);
 
 	diags_init(&d);
 	metrics_init(&m, 0);
@@ -209,7 +199,7 @@ START_TEST(test_load_warnings_and_truncation)
 	cbuf_reset(&b);
 	cbuf_adds(&b, l);
 	free(l);
-	write_file(path, b.data);
+	unit_write_file(path, b.data);
 	diags_init(&d);
 	metrics_init(&m, 0);
 	ck_assert_int_eq(metrics_load(&m, path, &d), 0);
@@ -279,7 +269,7 @@ add_run(struct report *r, size_t i, double sps, enum run_state s,
 		xasprintf(&text, "%s\n{\"event\":\"summary\",\"peak_rss_bytes\":"
 		    "%d}\n", l, 100 + (int)i);
 		xasprintf(&path, "%s/metrics.jsonl", rd);
-		write_file(path, text);
+		unit_write_file(path, text);
 		free(path);
 		free(text);
 		free(l);
@@ -287,7 +277,7 @@ add_run(struct report *r, size_t i, double sps, enum run_state s,
 	if (reason != NULL) {
 		xasprintf(&path, "%s/status.json", rd);
 		xasprintf(&text, "{\"reason\":\"%s\"}", reason);
-		write_file(path, text);
+		unit_write_file(path, text);
 		free(path);
 		free(text);
 	}

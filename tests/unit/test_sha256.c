@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sha256.h"
 #include "unit.h"
@@ -226,15 +225,6 @@ START_TEST(test_env_portable)
 }
 END_TEST
 
-static double
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Not a test of speed (nothing is asserted of it): the figures for the
  * log, e.g. "sha256 MB/s: portable 110, sha-ni 1500". Sanitizer builds
  * are several times slower. */
@@ -247,9 +237,9 @@ START_TEST(test_speed_report)
 
 	for (i = 0; i < 2; i++) {
 		sha256_force_portable(i == 0);
-		t0 = mono_s();
+		t0 = unit_now();
 		sha256(buf, n, d[i]);
-		mbs[i] = (double)n / 1e6 / (mono_s() - t0);
+		mbs[i] = (double)n / 1e6 / (unit_now() - t0);
 	}
 	ck_assert(memcmp(d[0], d[1], sizeof d[0]) == 0);
 	printf("sha256 MB/s: portable %.0f, %s %.0f\n", mbs[0], sha256_impl(), mbs[1]);
