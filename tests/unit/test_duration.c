@@ -10,10 +10,7 @@
 #include "error.h"
 #include "unit.h"
 
-static const struct {
-	const char	*s;
-	int64_t		 secs;
-} good[] = {
+static const struct unit_parse_case good[] = {
 	{ "0", 0 },
 	/* Units. */
 	{ "90s", 90 },
@@ -83,53 +80,7 @@ static const char *const too_large[] = {
 	"52560001:00", "36499d23h59m61s",
 };
 
-START_TEST(test_parse_good)
-{
-	int64_t	v;
-	size_t	i;
-
-	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
-		v = -1;
-		ck_assert_msg(duration_parse(good[i].s, &v) == 0,
-		    "\"%s\" refused", good[i].s);
-		ck_assert_msg(v == good[i].secs, "\"%s\" gave %" PRId64,
-		    good[i].s, v);
-	}
-}
-END_TEST
-
-START_TEST(test_parse_invalid)
-{
-	int64_t	v;
-	size_t	i;
-	int	r;
-
-	for (i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
-		v = 12345;
-		r = duration_parse(invalid[i], &v);
-		ck_assert_msg(r == CADRE_ERR_INVALID,
-		    "\"%s\" gave %d, not CADRE_ERR_INVALID", invalid[i], r);
-		ck_assert_msg(v == 12345, "\"%s\" changed the output",
-		    invalid[i]);
-	}
-}
-END_TEST
-
-START_TEST(test_parse_range)
-{
-	int64_t	v;
-	size_t	i;
-	int	r;
-
-	for (i = 0; i < sizeof too_large / sizeof too_large[0]; i++) {
-		v = 12345;
-		r = duration_parse(too_large[i], &v);
-		ck_assert_msg(r == CADRE_ERR_RANGE,
-		    "\"%s\" gave %d, not CADRE_ERR_RANGE", too_large[i], r);
-		ck_assert_int_eq(v, 12345);
-	}
-}
-END_TEST
+UNIT_PARSE_TESTS(duration_parse)
 
 START_TEST(test_format)
 {

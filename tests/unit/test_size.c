@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +15,7 @@
 #define TiB	(GiB * 1024)
 #define PiB	(TiB * 1024)
 
-static const struct {
-	const char	*s;
-	int64_t		 bytes;
-} good[] = {
+static const struct unit_parse_case good[] = {
 	{ "0", 0 },
 	{ "4096", 4096 },
 	{ "4096B", 4096 },
@@ -90,52 +86,7 @@ static const char *const too_large[] = {
 	"8191.9999999999999999P", "18446744073709551616",
 };
 
-START_TEST(test_parse_good)
-{
-	int64_t	v;
-	size_t	i;
-
-	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
-		v = -1;
-		ck_assert_msg(size_parse(good[i].s, &v) == 0, "\"%s\" refused",
-		    good[i].s);
-		ck_assert_msg(v == good[i].bytes, "\"%s\" gave %" PRId64
-		    ", not %" PRId64, good[i].s, v, good[i].bytes);
-	}
-}
-END_TEST
-
-START_TEST(test_parse_invalid)
-{
-	int64_t	v;
-	size_t	i;
-	int	r;
-
-	for (i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
-		v = 12345;
-		r = size_parse(invalid[i], &v);
-		ck_assert_msg(r == CADRE_ERR_INVALID,
-		    "\"%s\" gave %d, not CADRE_ERR_INVALID", invalid[i], r);
-		ck_assert_int_eq(v, 12345);
-	}
-}
-END_TEST
-
-START_TEST(test_parse_range)
-{
-	int64_t	v;
-	size_t	i;
-	int	r;
-
-	for (i = 0; i < sizeof too_large / sizeof too_large[0]; i++) {
-		v = 12345;
-		r = size_parse(too_large[i], &v);
-		ck_assert_msg(r == CADRE_ERR_RANGE,
-		    "\"%s\" gave %d, not CADRE_ERR_RANGE", too_large[i], r);
-		ck_assert_int_eq(v, 12345);
-	}
-}
-END_TEST
+UNIT_PARSE_TESTS(size_parse)
 
 START_TEST(test_format)
 {

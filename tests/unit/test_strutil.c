@@ -163,10 +163,7 @@ END_TEST
 
 START_TEST(test_int64)
 {
-	static const struct {
-		const char	*s;
-		int64_t		 v;
-	} good[] = {
+	static const struct unit_parse_case good[] = {
 		{ "0", 0 }, { "-0", 0 }, { "+0", 0 }, { "42", 42 },
 		{ "-42", -42 }, { "+7", 7 }, { "007", 7 },
 		{ "9223372036854775807", INT64_MAX },
@@ -183,27 +180,27 @@ START_TEST(test_int64)
 		"99999999999999999999", "-99999999999999999999",
 		"18446744073709551616",
 	};
-	int64_t	v;
+
+	unit_parse_good(str_to_int64, good, UNIT_NITEMS(good));
+	UNIT_PARSE_REFUSED(str_to_int64, invalid, CADRE_ERR_INVALID);
+	UNIT_PARSE_REFUSED(str_to_int64, range, CADRE_ERR_RANGE);
+}
+END_TEST
+
+/* Each of the n strings is refused by str_to_double with err, and the
+ * output is left as it was. */
+static void
+double_refused(const char *const *s, size_t n, int err)
+{
+	double	v;
 	size_t	i;
 
-	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
-		ck_assert_msg(str_to_int64(good[i].s, &v) == 0, "%s", good[i].s);
-		ck_assert(v == good[i].v);
-	}
-	for (i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
+	for (i = 0; i < n; i++) {
 		v = 5;
-		ck_assert_msg(str_to_int64(invalid[i], &v) == CADRE_ERR_INVALID,
-		    "\"%s\"", invalid[i]);
-		ck_assert(v == 5);
-	}
-	for (i = 0; i < sizeof range / sizeof range[0]; i++) {
-		v = 5;
-		ck_assert_msg(str_to_int64(range[i], &v) == CADRE_ERR_RANGE,
-		    "\"%s\"", range[i]);
+		ck_assert_msg(str_to_double(s[i], &v) == err, "\"%s\"", s[i]);
 		ck_assert(v == 5);
 	}
 }
-END_TEST
 
 START_TEST(test_double)
 {
@@ -232,18 +229,8 @@ START_TEST(test_double)
 		ck_assert_msg(str_to_double(good[i].s, &v) == 0, "%s", good[i].s);
 		ck_assert_msg(v == good[i].v, "%s", good[i].s);
 	}
-	for (i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
-		v = 5;
-		ck_assert_msg(str_to_double(invalid[i], &v) == CADRE_ERR_INVALID,
-		    "\"%s\"", invalid[i]);
-		ck_assert(v == 5);
-	}
-	for (i = 0; i < sizeof range / sizeof range[0]; i++) {
-		v = 5;
-		ck_assert_msg(str_to_double(range[i], &v) == CADRE_ERR_RANGE,
-		    "\"%s\"", range[i]);
-		ck_assert(v == 5);
-	}
+	double_refused(invalid, UNIT_NITEMS(invalid), CADRE_ERR_INVALID);
+	double_refused(range, UNIT_NITEMS(range), CADRE_ERR_RANGE);
 }
 END_TEST
 

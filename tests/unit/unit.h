@@ -5,6 +5,8 @@
 #define CADRE_TESTS_UNIT_H
 
 #include <check.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -95,5 +97,74 @@ unit_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+/* Parsers into an int64_t (size_parse, duration_parse, str_to_int64): 0
+ * and the value, or an error and the output left as it was. */
+typedef int (*unit_parse_fn)(const char *, int64_t *);
+
+struct unit_parse_case {
+	const char	*s;
+	int64_t		 want;
+};
+
+/* Each of the n cases parses to its value. */
+static inline void
+unit_parse_good(unit_parse_fn parse, const struct unit_parse_case *c,
+    size_t n)
+{
+	int64_t	v;
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		v = -1;
+		ck_assert_msg(parse(c[i].s, &v) == 0, "\"%s\" refused", c[i].s);
+		ck_assert_msg(v == c[i].want, "\"%s\" gave %" PRId64
+		    ", not %" PRId64, c[i].s, v, c[i].want);
+	}
+}
+
+/* Each of the n strings is refused with err (its name in errname), and
+ * the output is left as it was. */
+static inline void
+unit_parse_refused(unit_parse_fn parse, const char *const *s, size_t n,
+    int err, const char *errname)
+{
+	int64_t	v;
+	size_t	i;
+	int	r;
+
+	for (i = 0; i < n; i++) {
+		v = 12345;
+		r = parse(s[i], &v);
+		ck_assert_msg(r == err, "\"%s\" gave %d, not %s", s[i], r,
+		    errname);
+		ck_assert_msg(v == 12345, "\"%s\" changed the output", s[i]);
+	}
+}
+
+#define UNIT_NITEMS(a)	(sizeof (a) / sizeof (a)[0])
+/* unit_parse_refused on the array table, err named in the messages. */
+#define UNIT_PARSE_REFUSED(parse, table, err) \
+	unit_parse_refused((parse), (table), UNIT_NITEMS(table), (err), #err)
+
+/* Defines test_parse_good, test_parse_invalid and test_parse_range: parse
+ * against the tables good (struct unit_parse_case), invalid and too_large
+ * (strings) of the file that expands it. */
+#define UNIT_PARSE_TESTS(parse)						\
+	START_TEST(test_parse_good)					\
+	{								\
+		unit_parse_good((parse), good, UNIT_NITEMS(good));	\
+	}								\
+	END_TEST							\
+	START_TEST(test_parse_invalid)					\
+	{								\
+		UNIT_PARSE_REFUSED((parse), invalid, CADRE_ERR_INVALID);	\
+	}								\
+	END_TEST							\
+	START_TEST(test_parse_range)					\
+	{								\
+		UNIT_PARSE_REFUSED((parse), too_large, CADRE_ERR_RANGE);	\
+	}								\
+	END_TEST
 
 #endif
