@@ -76,6 +76,15 @@ out:
 	return r;
 }
 
+/* The job script a backend submits; slurm's for a name no other has. */
+static enum jobscript_kind
+kind_of(const char *backend)
+{
+	return strcmp(backend, "pbs") == 0 ? JOBSCRIPT_PBS :
+	    strcmp(backend, "slurm-rest") == 0 ? JOBSCRIPT_SLURMREST :
+	    strcmp(backend, "local") == 0 ? JOBSCRIPT_LOCAL : JOBSCRIPT_SLURM;
+}
+
 /* render KIND TEMPLATES SPEC RUN_INDEX RUN_DIR OUT */
 static int
 do_render(int argc, char **argv)
@@ -91,10 +100,8 @@ do_render(int argc, char **argv)
 	if (load_run(argv[4], argv[5], argv[6], &s, &p, &js, name,
 	    sizeof name) != 0)
 		goto out;
-	if (jobscript_write(strcmp(argv[2], "pbs") == 0 ? JOBSCRIPT_PBS :
-	    strcmp(argv[2], "slurm-rest") == 0 ? JOBSCRIPT_SLURMREST :
-	    strcmp(argv[2], "local") == 0 ? JOBSCRIPT_LOCAL :
-	    JOBSCRIPT_SLURM, argv[3], &js, argv[7], err, sizeof err) != 0) {
+	if (jobscript_write(kind_of(argv[2]), argv[3], &js, argv[7], err,
+	    sizeof err) != 0) {
 		fprintf(stderr, "schedtool: %s\n", err);
 		goto out;
 	}
@@ -125,10 +132,7 @@ do_submit(struct sched *sc, int argc, char **argv)
 		goto out;
 	xasprintf(&script, "%s/job.sh", argv[5]);
 	js.job.script = script;
-	if (jobscript_write(strcmp(sc->ops->name, "slurm-rest") == 0 ?
-	    JOBSCRIPT_SLURMREST : strcmp(sc->ops->name, "pbs") == 0 ?
-	    JOBSCRIPT_PBS : strcmp(sc->ops->name, "local") == 0 ?
-	    JOBSCRIPT_LOCAL : JOBSCRIPT_SLURM, argv[2], &js, script, err,
+	if (jobscript_write(kind_of(sc->ops->name), argv[2], &js, script, err,
 	    sizeof err) != 0) {
 		fprintf(stderr, "schedtool: %s\n", err);
 		goto out;

@@ -50,20 +50,20 @@ quoted(const char *s)
 
 START_TEST(test_quote_forms)
 {
+	static const char *const cases[][2] = {
+		{ "", "''" },
+		{ "abc", "abc" },
+		{ "a=b", "'a=b'" },
+		{ "it's", "'it'\\''s'" },
+	};
 	char	*q;
+	size_t	 i;
 
-	q = quoted("");
-	ck_assert_str_eq(q, "''");
-	free(q);
-	q = quoted("abc");
-	ck_assert_str_eq(q, "abc");
-	free(q);
-	q = quoted("a=b");
-	ck_assert_str_eq(q, "'a=b'");
-	free(q);
-	q = quoted("it's");
-	ck_assert_str_eq(q, "'it'\\''s'");
-	free(q);
+	for (i = 0; i < UNIT_NITEMS(cases); i++) {
+		q = quoted(cases[i][0]);
+		ck_assert_str_eq(q, cases[i][1]);
+		free(q);
+	}
 }
 END_TEST
 

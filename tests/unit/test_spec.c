@@ -806,13 +806,30 @@ START_TEST(test_ids_stable)
 }
 END_TEST
 
+static void
+check_format(const struct spec_run *r, enum spec_key k, const char *want)
+{
+	char	*t = spec_run_format(r, k);
+
+	ck_assert_str_eq(t, want);
+	free(t);
+}
+
+static void
+check_resolved(const struct spec *s, const char *path, const char *want)
+{
+	char	*t = spec_resolve_path(s, path);
+
+	ck_assert_str_eq(t, want);
+	free(t);
+}
+
 START_TEST(test_accessors)
 {
 	struct spec		*s;
 	struct spec_plan	*p;
 	const struct spec_run	*r;
 	struct spec_model_dims	 m;
-	char			*t;
 	char *const		*list;
 	size_t			 n;
 
@@ -847,33 +864,17 @@ START_TEST(test_accessors)
 	ck_assert(spec_run_is_set(r, SPEC_K_RES_MEMORY));
 	ck_assert(!spec_run_is_set(r, SPEC_K_RES_GPU_TYPE));
 	ck_assert_int_eq(spec_run_ranks_per_node(r), 1);	/* CPU */
-	t = spec_run_format(r, SPEC_K_SCHED_TIME_LIMIT);
-	ck_assert_str_eq(t, "1h30m");
-	free(t);
-	t = spec_run_format(r, SPEC_K_OPT_LR);
-	ck_assert_str_eq(t, "0.0003");
-	free(t);
-	t = spec_run_format(r, SPEC_K_RES_MEMORY);
-	ck_assert_str_eq(t, "64GiB");
-	free(t);
-	t = spec_run_format(r, SPEC_K_RES_GPU_TYPE);
-	ck_assert_str_eq(t, "");
-	free(t);
-	t = spec_run_format(r, SPEC_K_MODEL_HEADS);
-	ck_assert_str_eq(t, "6");
-	free(t);
+	check_format(r, SPEC_K_SCHED_TIME_LIMIT, "1h30m");
+	check_format(r, SPEC_K_OPT_LR, "0.0003");
+	check_format(r, SPEC_K_RES_MEMORY, "64GiB");
+	check_format(r, SPEC_K_RES_GPU_TYPE, "");
+	check_format(r, SPEC_K_MODEL_HEADS, "6");
 
 	ck_assert_str_eq(spec_file(s), "t.yaml");
 	ck_assert_str_eq(spec_dir(s), ".");
-	t = spec_resolve_path(s, spec_run_string(r, SPEC_K_DATA));
-	ck_assert_str_eq(t, "./rel/shards");
-	free(t);
-	t = spec_resolve_path(s, "/abs");
-	ck_assert_str_eq(t, "/abs");
-	free(t);
-	t = spec_resolve_path(s, "$TMPDIR/x");
-	ck_assert_str_eq(t, "$TMPDIR/x");
-	free(t);
+	check_resolved(s, spec_run_string(r, SPEC_K_DATA), "./rel/shards");
+	check_resolved(s, "/abs", "/abs");
+	check_resolved(s, "$TMPDIR/x", "$TMPDIR/x");
 	spec_plan_free(p);
 	spec_free(s);
 
