@@ -28,7 +28,8 @@ trap 'exit 130' INT TERM HUP
 # wait_for SECONDS CMD...: runs CMD every $wait_tick seconds (0.1 unless
 # the test sets it) until it succeeds; 1 when SECONDS pass first.
 wait_for() {
-	_tries=$(awk -v s="$1" -v t="${wait_tick:-0.1}" 'BEGIN { print int(s / t + 0.5) }')
+	_tries=$(awk -v s="$1" -v t="${wait_tick:-0.1}" \
+	    'BEGIN { print int(s / t + 0.5) }')
 	shift
 	_n=0
 	while ! "$@" 2>/dev/null; do
