@@ -6,7 +6,6 @@
 
 #include <sys/stat.h>
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,13 +37,10 @@ teardown(void)
 static char *
 put(const char *name, const char *text)
 {
-	FILE	*f;
 	char	*path;
 
 	xasprintf(&path, "%s/%s", dir, name);
-	ck_assert_ptr_nonnull(f = fopen(path, "w"));
-	ck_assert_int_eq(fputs(text, f) >= 0, 1);
-	ck_assert_int_eq(fclose(f), 0);
+	unit_write_file(path, text);
 	return path;
 }
 
