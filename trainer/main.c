@@ -1,5 +1,6 @@
-/* cadre-train: the BERT trainer. This is the fp32 CPU reference; the data
- * pipeline (prep, vocab, train on shards, eval) comes with the data issue. */
+/* cadre-train: the BERT trainer's command line. The subcommands that fit
+ * in a few lines (synthetic, inspect) are here; prep, vocab, tokenize,
+ * train and eval have files of their own. */
 #include "config.h"
 
 #include <errno.h>
