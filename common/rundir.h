@@ -20,8 +20,8 @@
 #define RUNDIR_EVAL		"eval.jsonl"	/* `cadre-train eval` figures */
 #define RUNDIR_CHECKPOINTS	"checkpoints"	/* checkpoints/step-N/ */
 #define RUNDIR_KEYS		"keys"
-#define RUNDIR_CLIENT_KEY	"keys/id_ed25519"
-#define RUNDIR_CLIENT_PUB	"keys/id_ed25519.pub"
+#define RUNDIR_CLIENT_KEY	RUNDIR_KEYS "/id_ed25519"
+#define RUNDIR_CLIENT_PUB	RUNDIR_CLIENT_KEY ".pub"
 #define RUNDIR_AGENTS		"agents"	/* agents/NODE.json, one per serving node */
 #define RUNDIR_LOG		"log"		/* log/rank-N.log and rank-N.json */
 #define RUNDIR_HOSTFILE		"hostfile"
