@@ -35,7 +35,7 @@
 #include "strutil.h"
 #include "xmalloc.h"
 
-#define IMPORT_JSON_MAX		((size_t)1 << 20)	/* status, train, run.json */
+#define IMPORT_JSON_MAX		((size_t)1 << 20)	/* train.json, run.json */
 #define IMPORT_METRICS_MAX	((size_t)1 << 30)	/* metrics.jsonl read */
 #define IMPORT_LINE_MAX		((size_t)64 << 10)	/* one metrics line */
 
@@ -56,9 +56,10 @@ import_opt(void *ctx, const char *name, const char *arg)
 	return 0;
 }
 
-/* dir/name as JSON, or NULL when missing; a bad file is a warning. */
+/* dir/name (at most max bytes) as JSON, or NULL when missing; a bad file
+ * is a warning. */
 static json_t *
-load_json(const char *dir, const char *name)
+load_json(const char *dir, const char *name, size_t max)
 {
 	json_error_t	 jerr;
 	json_t		*j = NULL;
@@ -66,7 +67,7 @@ load_json(const char *dir, const char *name)
 	int		 e;
 
 	xasprintf(&path, "%s/%s", dir, name);
-	if ((e = cjson_load_file(path, IMPORT_JSON_MAX, &j, &jerr)) != 0 &&
+	if ((e = cjson_load_file(path, max, &j, &jerr)) != 0 &&
 	    !(e == CADRE_ERR_SYSTEM && errno == ENOENT)) {
 		if (e == CADRE_ERR_PARSE)
 			fprintf(stderr, "cadre import: %s:%d:%d: warning: %s: "
@@ -367,9 +368,9 @@ run_import(const struct cli_command *cmd, int argc, char **argv)
 		    errno != 0 ? strerror(errno) : "not a directory");
 		goto out;
 	}
-	status = load_json(dir, RUNDIR_STATUS);
-	train = load_json(dir, RUNDIR_TRAIN_JSON);
-	runj = load_json(dir, RUNDIR_RUN_JSON);
+	status = load_json(dir, RUNDIR_STATUS, RUNDIR_STATUS_MAX);
+	train = load_json(dir, RUNDIR_TRAIN_JSON, IMPORT_JSON_MAX);
+	runj = load_json(dir, RUNDIR_RUN_JSON, IMPORT_JSON_MAX);
 	load_metrics(dir, &start, &summary, &last_step);
 	if (status == NULL && start == NULL && train == NULL) {
 		fprintf(stderr, "cadre import: %s: no status.json, train.json "

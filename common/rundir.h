@@ -181,5 +181,8 @@ enum launch_exit {
 /* status.json's members. */
 #define STATUS_REASON		"reason"
 #define STATUS_MESSAGE		"message"
+/* Bytes of a status.json any reader takes: it lists every rank (about
+ * 130 bytes each), so this holds a run of some 100,000 ranks. */
+#define RUNDIR_STATUS_MAX	((size_t)16 << 20)
 
 #endif

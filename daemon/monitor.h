@@ -25,7 +25,6 @@ struct state;
 
 #define MONITOR_CONFIG_MAX	((size_t)64 << 10)	/* bytes of cadred.conf */
 #define MONITOR_METRICS_TAIL	((size_t)64 << 10)	/* bytes read of metrics.jsonl */
-#define MONITOR_STATUS_MAX	((size_t)256 << 10)	/* bytes of a status.json */
 #define MONITOR_ERR_MAX		1024
 
 /* cadred.conf: `key = value` lines (docs/daemon.md, "Config file"). */

@@ -110,7 +110,7 @@ read_status(struct mrun *r, char **reason, char **message)
 
 	*reason = *message = NULL;
 	xasprintf(&path, "%s/" RUNDIR_STATUS, r->run_dir);
-	rc = cjson_load_file(path, MONITOR_STATUS_MAX, &o, NULL);
+	rc = cjson_load_file(path, RUNDIR_STATUS_MAX, &o, NULL);
 	if (rc != 0) {
 		if (!(rc == CADRE_ERR_SYSTEM && errno == ENOENT))
 			log_warn("run %s: %s: %s", r->id, path,

@@ -173,7 +173,7 @@ status_reason(struct report *r, const char *run_dir, double *stage)
 		    "left out");
 		goto out;
 	}
-	rc = cjson_load_file(path, REPORT_STATUS_MAX, &st, &err);
+	rc = cjson_load_file(path, RUNDIR_STATUS_MAX, &st, &err);
 	*stage = NAN;
 	if (rc == 0 && json_is_number(json_object_get(st, "stage_seconds")))
 		*stage = json_number_value(json_object_get(st,

@@ -27,7 +27,6 @@
 #define REPORT_LINE_MAX		RUNDIR_LINE_MAX	/* bytes of one metrics line */
 #define REPORT_LINES_MAX	((size_t)10000000)	/* lines read per file */
 #define REPORT_POINTS_MAX	((size_t)20000)	/* loss points kept per run */
-#define REPORT_STATUS_MAX	((size_t)1 << 16)	/* bytes of status.json */
 
 /* A timed checkpoint (docs/contracts.md): its metrics event with due_s, and
  * the figures of its eval.jsonl line. */

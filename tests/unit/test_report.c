@@ -344,6 +344,48 @@ START_TEST(test_report_figures)
 }
 END_TEST
 
+/* A large run's status.json lists every rank: the report reads it whole
+ * (it once stopped at 64 KiB, about 500 ranks, and the run lost its
+ * reason). */
+START_TEST(test_report_large_status)
+{
+	struct report		*r = NULL;
+	struct diags		 d;
+	struct cbuf		 b;
+	const struct spec_run	*pr;
+	char			*rd, *path;
+	int			 i;
+
+	diags_init(&d);
+	ck_assert_int_eq(report_new("exp", "unit", "unit.yaml", spec_text, &d,
+	    &r), 0);
+	pr = spec_plan_run(r->plan, 0);
+	xasprintf(&rd, "%s/%s", dir, spec_run_id(pr));
+	ck_assert_int_eq(mkdir(rd, 0700), 0);
+	cbuf_init(&b, RUNDIR_STATUS_MAX);
+	cbuf_adds(&b, "{\"version\": 1, \"reason\": \"oom\", \"ranks\": [");
+	for (i = 0; i < 8192; i++)
+		cbuf_addf(&b, "%s{\"rank\": %d, \"node\": \"node%04d\", "
+		    "\"exit_code\": %d, \"signal\": 0, \"seconds\": 3.5}",
+		    i > 0 ? ", " : "", i, i / 8, i == 17 ? 3 : 0);
+	cbuf_adds(&b, "]}\n");
+	ck_assert_uint_gt(b.len, (size_t)256 << 10);	/* cadred's old bound */
+	cbuf_addc(&b, '\0');
+	xasprintf(&path, "%s/" RUNDIR_STATUS, rd);
+	unit_write_file(path, b.data);
+	ck_assert_int_eq(report_add_run(r, spec_run_id(pr), rd, RUN_FAILED, ""),
+	    0);
+	report_finish(r);
+	ck_assert_uint_eq(r->count[REPORT_OOM], 1);
+	ck_assert_uint_eq(r->warnings.nwarnings, 0);
+	report_free(r);
+	diags_free(&d);
+	cbuf_free(&b);
+	free(path);
+	free(rd);
+}
+END_TEST
+
 START_TEST(test_report_bad_spec)
 {
 	struct report	*r = NULL;
@@ -428,6 +470,7 @@ report_suite(void)
 	tcase_add_test(tc, test_load_warnings_and_truncation);
 	tcase_add_test(tc, test_loss_points_bounded);
 	tcase_add_test(tc, test_report_figures);
+	tcase_add_test(tc, test_report_large_status);
 	tcase_add_test(tc, test_report_bad_spec);
 	tcase_add_test(tc, test_svg_escape);
 	tcase_add_test(tc, test_svg_render);
