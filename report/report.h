@@ -24,7 +24,6 @@
 #include "rundir.h"
 #include "rundir_read.h"
 
-#define REPORT_LINE_MAX		RUNDIR_LINE_MAX	/* bytes of one metrics line */
 #define REPORT_LINES_MAX	((size_t)10000000)	/* lines read per file */
 #define REPORT_POINTS_MAX	((size_t)20000)	/* loss points kept per run */
 

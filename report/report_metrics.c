@@ -240,12 +240,12 @@ metrics_parse_line(struct metrics *m, const char *line, size_t len,
 	int		 rc;
 
 	msg[0] = '\0';
-	if (len > REPORT_LINE_MAX) {
+	if (len > RUNDIR_LINE_MAX) {
 		snprintf(msg, msglen, "line longer than %zu bytes",
-		    REPORT_LINE_MAX);
+		    RUNDIR_LINE_MAX);
 		return CADRE_ERR_TOO_LARGE;
 	}
-	if ((rc = cjson_loadb(line, len, REPORT_LINE_MAX, &o, &err)) != 0) {
+	if ((rc = cjson_loadb(line, len, RUNDIR_LINE_MAX, &o, &err)) != 0) {
 		if (rc == CADRE_ERR_PARSE)
 			snprintf(msg, msglen, "not JSON: %s (column %d)",
 			    err.text, err.column);
@@ -328,7 +328,7 @@ metrics_read_line(void *ctx, enum rundir_line kind, const char *line,
 	switch (kind) {
 	case RUNDIR_LINE_TOO_LONG:
 		diag_warning(mr->d, mr->path, lineno, 1, "skipped: line "
-		    "longer than %zu bytes", REPORT_LINE_MAX);
+		    "longer than %zu bytes", RUNDIR_LINE_MAX);
 		break;
 	case RUNDIR_LINE:
 		if (metrics_parse_line(mr->m, line, len, msg, sizeof msg) != 0)
@@ -347,7 +347,7 @@ int
 metrics_load(struct metrics *m, const char *path, struct diags *d)
 {
 	struct metrics_read	mr = { m, d, path };
-	struct rundir_lines	o = { 0, REPORT_LINE_MAX, REPORT_LINES_MAX, 0, 0 };
+	struct rundir_lines	o = { 0, RUNDIR_LINE_MAX, REPORT_LINES_MAX, 0, 0 };
 	int			rc;
 
 	rc = rundir_read_lines(path, &o, metrics_read_line, &mr);

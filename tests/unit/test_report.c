@@ -150,10 +150,10 @@ START_TEST(test_bad_lines)
 	ck_assert_int_eq(m.peak_rss, -1);
 	ck_assert(isnan(m.eval_accuracy));
 	/* a line over the bound is refused before it is parsed */
-	big = xmalloc(REPORT_LINE_MAX + 2);
-	memset(big, ' ', REPORT_LINE_MAX + 1);
-	big[REPORT_LINE_MAX + 1] = '\0';
-	ck_assert_int_eq(metrics_parse_line(&m, big, REPORT_LINE_MAX + 1,
+	big = xmalloc(RUNDIR_LINE_MAX + 2);
+	memset(big, ' ', RUNDIR_LINE_MAX + 1);
+	big[RUNDIR_LINE_MAX + 1] = '\0';
+	ck_assert_int_eq(metrics_parse_line(&m, big, RUNDIR_LINE_MAX + 1,
 	    msg, sizeof msg), CADRE_ERR_TOO_LARGE);
 	ck_assert_ptr_nonnull(strstr(msg, "longer than"));
 	free(big);
