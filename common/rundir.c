@@ -26,6 +26,34 @@ rundir_ckpt_step(const char *name)
 	return v;
 }
 
+const struct rundir_placeholder rundir_placeholders[] = {
+	{ "nnodes", ENV_NNODES },
+	{ "nproc_per_node", ENV_NPROC_PER_NODE },
+	{ "node_rank", ENV_NODE_RANK },
+	{ "ranks", ENV_RANKS },
+	{ "rdzv_endpoint", ENV_RDZV_ENDPOINT },
+	{ "master_addr", ENV_MASTER_ADDR },
+	{ "master_port", ENV_MASTER_PORT },
+	{ "hostfile", ENV_HOSTFILE },
+	{ "run_dir", ENV_RUN_DIR },
+	{ "checkpoint_dir", ENV_CHECKPOINT_DIR },
+	{ "resume_from", ENV_RESUME_FROM },
+	{ "attempt", ENV_ATTEMPT },
+	{ "metrics", ENV_METRICS },
+	{ NULL, NULL }
+};
+
+const char *
+rundir_placeholder_env(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; rundir_placeholders[i].name != NULL; i++)
+		if (strcmp(name, rundir_placeholders[i].name) == 0)
+			return rundir_placeholders[i].env;
+	return NULL;
+}
+
 const char *const rundir_status_reasons[] = { REASON_DONE, REASON_FAILED,
     REASON_NODE_FAIL, REASON_PREEMPTED, REASON_STARTUP_TIMEOUT, REASON_OOM,
     NULL };

@@ -30,6 +30,10 @@
 #define RUNDIR_STAGE		"stage"		/* staging records */
 #define RUNDIR_SPEC		"spec.yaml"	/* `cadre script --write`: the spec */
 #define RUNDIR_RUN_JSON		"run.json"	/* `cadre script --write`: the run */
+#define RUNDIR_PROGRAM		"program.json"	/* a user program's launch (docs/program.md) */
+#define RUNDIR_STOP		"stop"		/* exists once cadre asked a program to stop */
+#define RUNDIR_ATTEMPT		"attempt"	/* launch's count of attempts, a decimal */
+#define RUNDIR_BIN		"bin"		/* `once`: the ssh that goes through the agents */
 
 /* Inside checkpoints/. */
 #define CKPT_LATEST		"latest"	/* names the newest complete step-N */
@@ -152,6 +156,71 @@ enum launch_exit {
 #define TJ_MODEL_INTERMEDIATE   "intermediate"
 #define TJ_MODEL_VOCAB_SIZE     "vocab_size"
 #define TJ_MODEL_MAX_POSITION   "max_position"
+
+/* ---------------------------------------------------------------- program.json */
+
+/*
+ * A user's own program instead of cadre-train (docs/program.md): written
+ * by cadred (sched/jobscript.c) from the spec's program section, or by
+ * `cadre-agent launch --per-rank|--per-node|--once` in wrapper mode, and
+ * read by launch and by `cadre-agent rank`.
+ */
+#define PROGRAM_VERSION		1
+#define PJ_VERSION		"version"
+#define PJ_COMMAND		"command"	/* list of words, or a string for sh -c */
+#define PJ_LAUNCH		"launch"	/* PROGRAM_LAUNCH_* */
+#define PJ_WORKDIR		"workdir"	/* absolute */
+#define PJ_ENV			"env"		/* object: NAME -> string */
+#define PJ_VARS			"vars"		/* object: name -> string, for {name} */
+#define PJ_SIGNAL		"signal"	/* "SIGUSR1": the checkpoint request */
+#define PJ_CHECKPOINT_EVERY	"checkpoint_every"	/* seconds; 0: none timed */
+#define PJ_KEEP_CHECKPOINTS	"keep_checkpoints"	/* 0: keep all */
+#define PJ_METRICS_REGEX	"metrics_regex"	/* optional: PCRE2 with named groups */
+#define PJ_SETUP		"setup"		/* list of sh -c strings, per node */
+#define PJ_EXPERIMENT		"experiment"
+#define PJ_RUN_ID		"run_id"
+#define PJ_CONFIG_ID		"config_id"
+
+#define PROGRAM_LAUNCH_PER_RANK	"per_rank"
+#define PROGRAM_LAUNCH_PER_NODE	"per_node"
+#define PROGRAM_LAUNCH_ONCE	"once"
+/* A program's exit status that asks for a requeue: it saved and stopped. */
+#define PROGRAM_EXIT_REQUEUE	TRAIN_EXIT_PREEMPTED
+#define PROGRAM_EXIT_NOT_FOUND	127	/* the shell's "command not found" */
+
+/*
+ * The {name}s a program's command may use, each the value of an
+ * environment variable every process of the program gets, besides the
+ * program's own vars. NULL-terminated; one table for the spec's check and
+ * the agent's substitution.
+ */
+struct rundir_placeholder {
+	const char	*name;	/* as in {name} */
+	const char	*env;	/* the variable holding its value */
+};
+extern const struct rundir_placeholder rundir_placeholders[];
+/* The variable of {name}, or NULL when name is not a built-in one. */
+const char *rundir_placeholder_env(const char *name);
+
+/* The environment of every process of a program. */
+#define ENV_RUN_ID		"CADRE_RUN_ID"
+#define ENV_EXPERIMENT		"CADRE_EXPERIMENT"
+#define ENV_CONFIG_ID		"CADRE_CONFIG_ID"
+#define ENV_RUN_DIR		"CADRE_RUN_DIR"
+#define ENV_ATTEMPT		"CADRE_ATTEMPT"
+#define ENV_CHECKPOINT_DIR	"CADRE_CHECKPOINT_DIR"
+#define ENV_RESUME_FROM		"CADRE_RESUME_FROM"	/* "": the first attempt */
+#define ENV_METRICS		"CADRE_METRICS"
+#define ENV_DEADLINE		"CADRE_DEADLINE"	/* epoch seconds; "": none */
+#define ENV_STOP_FILE		"CADRE_STOP_FILE"
+#define ENV_NNODES		"CADRE_NNODES"
+#define ENV_NPROC_PER_NODE	"CADRE_NPROC_PER_NODE"
+#define ENV_NODE_RANK		"CADRE_NODE_RANK"
+#define ENV_RANKS		"CADRE_RANKS"
+#define ENV_RDZV_ENDPOINT	"CADRE_RDZV_ENDPOINT"
+#define ENV_HOSTFILE		"CADRE_HOSTFILE"
+#define ENV_MASTER_ADDR		"MASTER_ADDR"
+#define ENV_MASTER_PORT		"MASTER_PORT"
 
 /* ---------------------------------------------------------------- metrics.jsonl */
 
