@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "error.h"
 #include "rundir.h"
 
@@ -52,6 +53,63 @@ rundir_placeholder_env(const char *name)
 		if (strcmp(name, rundir_placeholders[i].name) == 0)
 			return rundir_placeholders[i].env;
 	return NULL;
+}
+
+int
+rundir_expand(const char *text, rundir_lookup_fn lookup, void *ctx, int shell,
+    struct cbuf *out, size_t *errpos, char *msg, size_t msglen)
+{
+	char		 name[RUNDIR_NAME_MAX + 1];
+	const char	*p = text, *q, *v;
+	size_t		 n;
+	int		 error;
+
+	*errpos = 0;
+	while (*p != '\0') {
+		if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
+			if ((error = cbuf_addc(out, p[0])) != 0)
+				return error;
+			p += 2;
+			continue;
+		}
+		if (*p == '}') {
+			*errpos = (size_t)(p - text);
+			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+			    "a '}' without its '{' (write '}}' for a brace)");
+		}
+		if (*p != '{') {
+			n = strcspn(p, "{}");
+			if ((error = cbuf_add(out, p, n)) != 0)
+				return error;
+			p += n;
+			continue;
+		}
+		*errpos = (size_t)(p - text);
+		for (q = p + 1; (*q >= 'a' && *q <= 'z') || (*q >= 'A' &&
+		    *q <= 'Z') || *q == '_' || (q > p + 1 && *q >= '0' &&
+		    *q <= '9'); q++)
+			;
+		if (*q != '}')
+			return cadre_errf(msg, msglen, CADRE_ERR_INVALID, *q ==
+			    '\0' ? "a '{' without its '}' (write '{{' for a brace)" :
+			    "a {name} holds letters, digits and '_' only");
+		n = (size_t)(q - p - 1);
+		if (n == 0 || n > RUNDIR_NAME_MAX)
+			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+			    n == 0 ? "an empty {}" : "a {name} of more than %d "
+			    "bytes", RUNDIR_NAME_MAX);
+		memcpy(name, p + 1, n);
+		name[n] = '\0';
+		if ((v = lookup(name, ctx)) == NULL)
+			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+			    "unknown {%s}", name);
+		error = shell ? cbuf_add_shell_word(out, v) : cbuf_adds(out, v);
+		if (error != 0)
+			return error;
+		p = q + 1;
+	}
+	*errpos = 0;
+	return 0;
 }
 
 const char *const rundir_status_reasons[] = { REASON_DONE, REASON_FAILED,

@@ -202,6 +202,22 @@ extern const struct rundir_placeholder rundir_placeholders[];
 /* The variable of {name}, or NULL when name is not a built-in one. */
 const char *rundir_placeholder_env(const char *name);
 
+/*
+ * Expands the {name}s of text into out: "{{" and "}}" are literal braces;
+ * each {name} ([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes) is replaced by
+ * what lookup returns (NULL: unknown). With shell set, each value enters
+ * as one sh word (cbuf_add_shell_word). 0, or CADRE_ERR_INVALID (an
+ * unknown name, an unclosed or empty brace, a stray "}") with the message
+ * and the byte offset of the bad part in *errpos, or CADRE_ERR_TOO_LARGE
+ * (out's bound). The one reader of the syntax: the spec's check passes a
+ * lookup that knows the names, the agent one that gives the values.
+ */
+struct cbuf;
+typedef const char *(*rundir_lookup_fn)(const char *name, void *ctx);
+int rundir_expand(const char *text, rundir_lookup_fn lookup, void *ctx,
+    int shell, struct cbuf *out, size_t *errpos, char *msg, size_t msglen);
+#define RUNDIR_NAME_MAX		64	/* bytes of a {name} */
+
 /* The environment of every process of a program. */
 #define ENV_RUN_ID		"CADRE_RUN_ID"
 #define ENV_EXPERIMENT		"CADRE_EXPERIMENT"

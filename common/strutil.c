@@ -240,6 +240,21 @@ str_is_name(const char *s, size_t max)
 	return n > 0;
 }
 
+int
+str_is_env_name_n(const char *s, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || len > 256 || su_isdigit(s[0]))
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' &&
+		    s[i] <= 'z') || su_isdigit(s[i]) || s[i] == '_'))
+			return 0;
+	}
+	return 1;
+}
+
 uint32_t
 str_hash(const void *s, size_t len)
 {

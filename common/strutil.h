@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Levenshtein distance between a and b, stopping early once it exceeds
  * limit (then returns limit + 1). For "did you mean" suggestions. */
@@ -33,6 +34,10 @@ uint32_t str_hash(const void *s, size_t len);
 
 /* Whether s matches [A-Za-z0-9._-]{1,max}. */
 int str_is_name(const char *s, size_t max);
+/* Whether s[0..len) is an environment variable name: [A-Za-z_][A-Za-z0-9_]*,
+ * 1..256 bytes. */
+int str_is_env_name_n(const char *s, size_t len);
+#define str_is_env_name(s)	str_is_env_name_n((s), strlen(s))
 /* Whether s has at most max bytes and no control character (a path or
  * value may hold anything else where it is quoted). */
 int str_no_control(const char *s, size_t max);

@@ -307,22 +307,6 @@ check_word_text(struct spec_cx *cx, const struct spec_key_info *ki,
 }
 
 static int
-is_env_name(const char *s, size_t len)
-{
-	size_t	i;
-
-	if (len == 0 || len > 256 || (s[0] >= '0' && s[0] <= '9'))
-		return 0;
-	for (i = 0; i < len; i++) {
-		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' &&
-		    s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-		    s[i] == '_'))
-			return 0;
-	}
-	return 1;
-}
-
-static int
 is_url(const char *s, size_t len)
 {
 	const char	*rest;
@@ -464,7 +448,7 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 			return CADRE_ERR_INVALID;
 		break;
 	case SPEC_T_ENV:
-		if (!is_env_name(n->str, n->len)) {
+		if (!str_is_env_name_n(n->str, n->len)) {
 			type_error(cx, ki, n, " (letters, digits and '_', not "
 			    "starting with a digit)");
 			return CADRE_ERR_INVALID;
