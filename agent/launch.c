@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -32,6 +33,7 @@
 #include "rundir.h"
 #include "sigpipe.h"
 #include "nodefile.h"
+#include "program.h"
 #include "stage.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -70,7 +72,17 @@ launch_usage(FILE *f)
 	    "  every node (srun, or pbsdsh per node), then as above; the agents stop after.\n"
 	    "  --stage SRC:DST (repeatable): before COMMAND, every node copies SRC to DST\n"
 	    "  (%%n: the node's name) through its agent, checked by SHA-256, skipping what\n"
-	    "  is already there; removed after the run unless --keep-staged.\n");
+	    "  is already there; removed after the run unless --keep-staged.\n"
+	    "       cadre-agent launch ... --program FILE\n"
+	    "       cadre-agent launch ... (--per-rank | --per-node | --once)\n"
+	    "           [--checkpoint-every DURATION] -- COMMAND [ARG...]\n"
+	    "  A user's program (docs/program.md): FILE is the program.json cadred\n"
+	    "  writes; in wrapper mode the flags say how COMMAND starts: once per rank\n"
+	    "  (torch's RANK, WORLD_SIZE, MASTER_ADDR, ...), once per node (torchrun,\n"
+	    "  accelerate launch), or once on the head node (mpirun, with\n"
+	    "  $CADRE_HOSTFILE and an ssh that goes through the agents). Every process\n"
+	    "  gets the CADRE_* variables; SIGUSR1 every --checkpoint-every asks for a\n"
+	    "  checkpoint; a stop creates $CADRE_STOP_FILE and asks for one more.\n");
 }
 
 /* The nodes' names, for staging. */
@@ -223,6 +235,11 @@ launch_parse(int argc, char **argv, struct launch *l, struct launch_opts *o)
 		{ "from-env", no_argument, NULL, 'E' },
 		{ "stage", required_argument, NULL, 'T' },
 		{ "keep-staged", no_argument, NULL, 'K' },
+		{ "program", required_argument, NULL, 'P' },
+		{ "per-rank", no_argument, NULL, '1' },
+		{ "per-node", no_argument, NULL, '2' },
+		{ "once", no_argument, NULL, '3' },
+		{ "checkpoint-every", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -335,6 +352,22 @@ launch_parse(int argc, char **argv, struct launch *l, struct launch_opts *o)
 		case 'K':
 			o->keep_staged = 1;
 			break;
+		case 'P':
+			o->program = optarg;
+			break;
+		case '1':
+		case '2':
+		case '3':
+			o->prog_launch = c == '1' ? PROGRAM_PER_RANK + 1 :
+			    c == '2' ? PROGRAM_PER_NODE + 1 : PROGRAM_ONCE + 1;
+			break;
+		case 'c':
+			if (duration_parse(optarg, &o->checkpoint_every) != 0) {
+				log_error("--checkpoint-every %s: expected a "
+				    "duration such as 20m", optarg);
+				return LAUNCH_EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			launch_usage(stdout);
 			return 0;
@@ -366,7 +399,18 @@ launch_setup(struct launch *l, struct launch_opts *o, struct fromenv *fe)
 		    "--launcher mpirun");
 		return LAUNCH_EXIT_USAGE;
 	}
-	if (o->from_env && !(o->ncmd == 0 && !o->wait_only)) {
+	if (o->program != NULL && (o->ncmd > 0 || o->prog_launch != 0)) {
+		log_error("--program FILE runs what FILE says: no COMMAND, "
+		    "--per-rank, --per-node or --once with it");
+		return LAUNCH_EXIT_USAGE;
+	}
+	if ((o->prog_launch != 0 || o->checkpoint_every > 0) && o->ncmd == 0) {
+		log_error("--per-rank, --per-node, --once and "
+		    "--checkpoint-every take a COMMAND after --");
+		return LAUNCH_EXIT_USAGE;
+	}
+	if (o->from_env && !(o->ncmd == 0 && o->program == NULL &&
+	    !o->wait_only)) {
 		/* fromenv.c: nodes, run dir, keys, and the agents started */
 		if (fromenv_start(fe, o->rundir_opt, o->slots_set ? o->slots :
 		    0, !o->use_srun, o->srun, &o->ct) != 0)
@@ -374,7 +418,7 @@ launch_setup(struct launch *l, struct launch_opts *o, struct fromenv *fe)
 		o->rundir_opt = fe->rundir;
 		o->nodefile = fe->nodefile;
 	}
-	if ((o->ncmd == 0 && !o->wait_only) ||
+	if ((o->ncmd == 0 && o->program == NULL && !o->wait_only) ||
 	    (o->hostlist == NULL) == (o->nodefile == NULL)) {
 		launch_usage(stderr);
 		return LAUNCH_EXIT_USAGE;
@@ -410,6 +454,100 @@ launch_setup(struct launch *l, struct launch_opts *o, struct fromenv *fe)
 	return -1;
 }
 
+/* Wrapper mode (--per-rank, --per-node, --once -- COMMAND): the
+ * program.json that cadred would have written, into the run dir. */
+static int
+write_wrapper_program(struct launch *l, const struct launch_opts *o,
+    char **pathp, char *msg, size_t msglen)
+{
+	struct program	 p;
+	char		 cwd[PATH_MAX];
+	const char	*v;
+	int		 error;
+
+	memset(&p, 0, sizeof p);
+	p.words = o->cmd;
+	p.nwords = (size_t)o->ncmd;
+	p.launch = (enum program_launch)(o->prog_launch - 1);
+	if (getcwd(cwd, sizeof cwd) != NULL)
+		p.workdir = cwd;
+	p.signal = SIGUSR1;
+	p.checkpoint_every = o->checkpoint_every;
+	if ((v = getenv(ENV_RUN_ID)) != NULL)
+		p.run_id = (char *)v;
+	*pathp = rundir_path(l->rundir, RUNDIR_PROGRAM);
+	error = program_write(*pathp, &p, msg, msglen);
+	return error;
+}
+
+/* A program: its program.json, environment, per-node setup and start
+ * event (launch_program.c). -1 to go on to start it, else the exit
+ * status with st filled. */
+static int
+program_begin(struct launch *l, struct launch_opts *o, char *hostfile,
+    struct launch_prog *lp, json_t *st)
+{
+	struct launch_cmd	 scmd;
+	char			 msg[1024], *path = NULL;
+	int			 error, wstatus = 0, preempted = 0, rc = -1;
+
+	memset(&scmd, 0, sizeof scmd);
+	if (o->program != NULL)
+		path = xstrdup(o->program);
+	else if ((error = write_wrapper_program(l, o, &path, msg,
+	    sizeof msg)) != 0)
+		goto fail;
+	if ((error = launch_program_open(l, path, lp, msg, sizeof msg)) != 0)
+		goto fail;
+	lp->path = path;
+	path = NULL;
+	l->prog = lp;
+	if (lp->p.launch == PROGRAM_PER_NODE)
+		l->nprocs = (int)l->n;
+	else if (lp->p.launch == PROGRAM_ONCE)
+		l->nprocs = 1;
+	(void)hostfile;
+	if (lp->p.nsetup > 0) {
+		log_info("setup: %zu command(s) on each of %zu node(s)",
+		    lp->p.nsetup, l->n);
+		if ((error = launch_command(l, o, hostfile, 1, &scmd)) != 0) {
+			cadre_errf(msg, sizeof msg, error, "setup: cannot "
+			    "build the command");
+			goto fail;
+		}
+		if ((error = launch_run_mpirun(l, scmd.av, &wstatus,
+		    &preempted, msg, sizeof msg)) != 0)
+			goto fail;
+		if (preempted) {
+			rc = LAUNCH_EXIT_PREEMPTED;
+			json_object_set_new(st, STATUS_REASON,
+			    json_string(REASON_PREEMPTED));
+			json_object_set_new(st, "resumable", json_true());
+			json_object_set_new(st, STATUS_MESSAGE,
+			    json_string("stopped by a signal during setup"));
+			goto out;
+		}
+		if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+			launch_setup_failure(l, msg, sizeof msg);
+			error = CADRE_ERR_INVALID;
+			goto fail;
+		}
+	}
+	launch_program_start(l, lp);
+	goto out;
+
+ fail:
+	log_error("%s", msg);
+	rc = LAUNCH_EXIT_FAILED;
+	json_object_set_new(st, STATUS_REASON, json_string(REASON_FAILED));
+	json_object_set_new(st, "resumable", json_false());
+	json_object_set_new(st, STATUS_MESSAGE, json_string(msg));
+ out:
+	launch_cmd_free(&scmd);
+	free(path);
+	return rc;
+}
+
 int
 cmd_launch(int argc, char **argv)
 {
@@ -417,6 +555,7 @@ cmd_launch(int argc, char **argv)
 	struct launch_opts	 o;
 	struct launch_cmd	 cmd;
 	struct fromenv		 fe;
+	struct launch_prog	 lp;
 	char			*hostfile = NULL, *np, msg[1024];
 	size_t			 i;
 	int			 rc, error, preempted = 0, wstatus;
@@ -427,6 +566,7 @@ cmd_launch(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	memset(&cmd, 0, sizeof cmd);
 	memset(&fe, 0, sizeof fe);
+	memset(&lp, 0, sizeof lp);
 	o.mpirun = MPIRUN_PATH;
 	o.srun = "srun";
 	o.slots = 1;
@@ -488,8 +628,10 @@ cmd_launch(int argc, char **argv)
 	}
 
 	/* 2. mpirun over the agents, or srun. */
-	if (!o.use_srun && launch_write_hostfile(&l, &hostfile) != 0)
+	if ((!o.use_srun || o.program != NULL || o.prog_launch != 0) &&
+	    launch_write_hostfile(&l, &hostfile) != 0)
 		goto out;
+	l.nprocs = l.total_slots;
 	for (i = 0; i < (size_t)l.total_slots; i++) {
 		char	*rel;
 
@@ -499,8 +641,15 @@ cmd_launch(int argc, char **argv)
 		free(np);
 		free(rel);
 	}
-	setenv("CADRE_RUN_DIR", l.rundir, 1);
-	if (launch_command(&l, &o, hostfile, &cmd) != 0)
+	setenv(ENV_RUN_DIR, l.rundir, 1);
+	if ((o.program != NULL || o.prog_launch != 0) &&
+	    (rc = program_begin(&l, &o, hostfile, &lp, st)) >= 0) {
+		json_object_set_new(st, "exit_status", json_integer(rc));
+		launch_write_status(&l, st);
+		goto out;
+	}
+	rc = LAUNCH_EXIT_FAILED;
+	if (launch_command(&l, &o, hostfile, 0, &cmd) != 0)
 		goto out;
 
 	if ((error = launch_run_mpirun(&l, cmd.av, &wstatus, &preempted, msg,
@@ -513,6 +662,8 @@ cmd_launch(int argc, char **argv)
 		json_object_set_new(st, STATUS_MESSAGE, json_string(msg));
 	} else
 		rc = launch_end(&l, st, wstatus, preempted, o.use_srun);
+	if (l.prog != NULL)
+		launch_program_end(&l, l.prog, st, rc);
 	if (o.nstage > 0 && !o.keep_staged)
 		clean_stage(&l, o.nstage);
 	json_object_set_new(st, "exit_status", json_integer(rc));
@@ -522,6 +673,7 @@ cmd_launch(int argc, char **argv)
 		stage_pair_free(&o.stages[i]);
 	fromenv_stop(&fe);
 	launch_cmd_free(&cmd);
+	launch_program_free(&lp);
 	json_decref(st);
 	for (i = 0; i < l.n; i++)
 		free(l.nodes[i].name);

@@ -19,9 +19,12 @@
 #include "agent.h"
 #include "buf.h"
 #include "container.h"
+#include "program.h"
 #include "stage.h"
 
 #define LAUNCH_MPI_ARGS_MAX	256
+/* Seconds a program that saved after a stop request has to exit. */
+#define PROGRAM_STOP_LINGER	10
 
 struct lnode {
 	char			*name;
@@ -31,18 +34,23 @@ struct lnode {
 	char			 why[512];	/* why it is not ready */
 };
 
+struct launch_prog;
+
 struct launch {
 	char		*rundir;	/* absolute */
 	char		*keyfile;
 	struct lnode	*nodes;
 	size_t		 n;
 	int		 total_slots;
+	int		 nprocs;	/* processes started (rank-R.json): total_slots,
+					 * or per node or one for a program */
 	int64_t		 startup_timeout;
 	int64_t		 term_grace;
 	double		 deadline;
 	/* The probe round: threads take the next index. */
 	int		 sigfd;		/* read end of the signal pipe */
 	int		 stop_sig;	/* a signal seen before the ranks start */
+	struct launch_prog *prog;	/* a user's program; NULL: a COMMAND */
 	pthread_mutex_t	 mu;
 	size_t		 next;
 	size_t		*pending;
@@ -62,6 +70,33 @@ struct launch_opts {
 	size_t			 nstage;
 	char			**cmd;		/* COMMAND [ARG...] */
 	int			 ncmd;
+	const char		*program;	/* --program FILE */
+	int			 prog_launch;	/* wrapper mode: enum program_launch + 1; 0: none */
+	int64_t			 checkpoint_every;	/* wrapper mode, seconds */
+};
+
+/* A user's program under launch (launch_program.c). */
+struct launch_prog {
+	struct program	  p;
+	char		 *path;		/* program.json */
+	char		 *workdir;	/* where relative checkpoint paths point */
+	char		 *stop_file;
+	int		  attempt;
+	double		  base_elapsed;	/* program seconds of the earlier attempts */
+	double		  t_start;	/* now_mono() when the program started */
+	double		  next_tick;
+	double		  next_mark;	/* the next timed checkpoint, program seconds; 0: none */
+	double		  pending_due;	/* a request waiting for its checkpoint; 0: none */
+	off_t		  mx_from;	/* metrics.jsonl's size when this attempt began */
+	size_t		  mx_done;	/* lines past mx_from already taken */
+	int64_t		  last_step, last_samples;
+	double		  last_elapsed;
+	int		  have_elapsed;
+	char		**ckpts;	/* complete checkpoints, oldest first */
+	size_t		  nckpts;
+	int64_t		  ncheckpoints;	/* announced in this attempt */
+	int		  stopping;	/* cadre asked the program to stop */
+	int		  stop_saved;	/* and it saved since */
 };
 
 /* The mpirun (or srun) command's words and the strings they point to. */
@@ -85,11 +120,25 @@ void launch_forward_signals(struct launch *l, pid_t pid, int exited,
 
 /* launch_run.c */
 int launch_write_hostfile(struct launch *l, char **pathp);
+/* setup: a program's `rank --setup` once per node instead. */
 int launch_command(struct launch *l, const struct launch_opts *o,
-    char *hostfile, struct launch_cmd *c);
+    char *hostfile, int setup, struct launch_cmd *c);
 void launch_cmd_free(struct launch_cmd *c);
 int launch_run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
     char *msg, size_t msglen);
+
+/* launch_program.c */
+const char *const *launch_program_exported(void);
+int launch_program_open(struct launch *l, const char *path,
+    struct launch_prog *lp, char *msg, size_t msglen);
+void launch_program_start(struct launch *l, struct launch_prog *lp);
+void launch_program_tick(struct launch *l, struct launch_prog *lp, pid_t pid);
+void launch_program_stop(struct launch_prog *lp, pid_t pid);
+void launch_program_end(struct launch *l, struct launch_prog *lp,
+    const json_t *st, int rc);
+void launch_program_free(struct launch_prog *lp);
+/* Why `rank --setup` failed, from log/setup-NODE.json, into msg. */
+void launch_setup_failure(struct launch *l, char *msg, size_t msglen);
 
 /* launch_status.c */
 void launch_write_status(struct launch *l, json_t *st);

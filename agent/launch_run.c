@@ -4,6 +4,7 @@
  * its output relayed and signals passed on. */
 #include "config.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -20,9 +21,11 @@
 #include "buf.h"
 #include "container.h"
 #include "error.h"
+#include "fsutil.h"
 #include "hostlist.h"
 #include "launch.h"
 #include "log.h"
+#include "rundir.h"
 #include "xmalloc.h"
 
 int
@@ -92,7 +95,7 @@ launch_run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
 {
 	struct pollfd		 pfd[3];
 	char			*logpath;
-	double			 term_at = 0, kill_at = 0;
+	double			 term_at = 0, kill_at = 0, saved_at = 0;
 	int			 out[2] = { -1, -1 }, err[2] = { -1, -1 };
 	int			 logfd, status = 0, error;
 	int			 open_fds = 2, i, exited = 0, devnull;
@@ -147,6 +150,22 @@ launch_run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
 		if (poll(pfd, 3, 200) == -1 && errno != EINTR)
 			fatal("poll");
 		launch_forward_signals(l, pid, exited, preempted, &term_at);
+		if (l->prog != NULL) {
+			launch_program_tick(l, l->prog, exited ? -1 : pid);
+			/* A program that saved after the stop request has a
+			 * few seconds to exit by itself (75), then the ranks
+			 * get SIGTERM (SIGUSR2 to each `rank`), and mpirun
+			 * its SIGKILL 30 s later. */
+			if (l->prog->stop_saved && saved_at == 0)
+				saved_at = now_mono() + PROGRAM_STOP_LINGER;
+			if (!exited && l->prog->stopping && kill_at == 0 &&
+			    ((term_at != 0 && now_mono() >= term_at) ||
+			    (saved_at != 0 && now_mono() >= saved_at))) {
+				kill(pid, SIGUSR2);
+				term_at = 0;
+				kill_at = now_mono() + 30;
+			}
+		}
 		for (i = 0; i < 2; i++) {
 			if (pfd[i].fd >= 0 && (pfd[i].revents & (POLLIN |
 			    POLLHUP | POLLERR)) && relay(pfd[i].fd, i + 1,
@@ -158,7 +177,8 @@ launch_run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
 		}
 		if (!exited && waitpid(pid, &status, WNOHANG) == pid)
 			exited = 1;
-		if (!exited && term_at != 0 && now_mono() >= term_at) {
+		if (!exited && l->prog == NULL && term_at != 0 &&
+		    now_mono() >= term_at) {
 			kill(pid, SIGTERM);
 			term_at = 0;
 			kill_at = now_mono() + 30;
@@ -196,8 +216,8 @@ launch_run_mpirun(struct launch *l, char **argv, int *wstatus, int *preempted,
 /* srun's words: every node, the same number of tasks on each, block
  * distribution, PMIx. The strings it allocates go to alloc[0..3]. */
 static int
-srun_words(struct launch *l, const char *srun, char **av, size_t *nav,
-    char **alloc)
+srun_words(struct launch *l, const char *srun, int per_node, char **av,
+    size_t *nav, char **alloc)
 {
 	char	**names;
 	size_t	  i;
@@ -218,7 +238,8 @@ srun_words(struct launch *l, const char *srun, char **av, size_t *nav,
 	free(names);
 	xasprintf(&alloc[1], "--nodelist=%s", alloc[0]);
 	xasprintf(&alloc[2], "--nodes=%zu", l->n);
-	xasprintf(&alloc[3], "--ntasks-per-node=%d", l->nodes[0].slots);
+	xasprintf(&alloc[3], "--ntasks-per-node=%d", per_node ? 1 :
+	    l->nodes[0].slots);
 	av[(*nav)++] = (char *)srun;
 	av[(*nav)++] = alloc[2];
 	av[(*nav)++] = alloc[3];
@@ -229,26 +250,100 @@ srun_words(struct launch *l, const char *srun, char **av, size_t *nav,
 	return 0;
 }
 
+/*
+ * A `once` program: launch runs `cadre-agent rank --program FILE --rank 0`
+ * itself on the head node; the program starts the ranks. Its mpirun
+ * reaches the nodes through the agents (Open MPI's rsh agent and the MCA
+ * settings launch gives its own mpirun, as variables, with the run's
+ * variables forwarded), and an `ssh` first on its PATH is
+ * `cadre-agent rsh` with the run's pinned keys.
+ */
+static int
+once_command(struct launch *l, struct launch_cmd *c)
+{
+	const char *const *ex = launch_program_exported();
+	struct cbuf	 b;
+	char		*bindir, *ssh, *path;
+	const char	*old;
+	size_t		 i;
+	int		 error;
+
+	bindir = rundir_path(l->rundir, RUNDIR_BIN);
+	xasprintf(&ssh, "%s/ssh", bindir);
+	cbuf_init(&b, 1 << 16);
+	cbuf_adds(&b, "#!/bin/sh\n# ssh through the run's agents (cadre-agent "
+	    "launch, a `once` program)\nexec ");
+	cbuf_add_shell_word(&b, agent_self_path());
+	cbuf_adds(&b, " rsh --run-dir ");
+	cbuf_add_shell_word(&b, l->rundir);
+	cbuf_adds(&b, " --shell \"$@\"\n");
+	if ((mkdir(bindir, 0700) == -1 && errno != EEXIST) ||
+	    fs_write_atomic(ssh, b.data, b.len, 0700) != 0) {
+		log_error("%s: %s", ssh, strerror(errno));
+		error = CADRE_ERR_SYSTEM;
+		goto out;
+	}
+	old = getenv("PATH");
+	xasprintf(&path, "%s%s%s", bindir, old != NULL ? ":" : "",
+	    old != NULL ? old : "");
+	setenv("PATH", path, 1);
+	free(path);
+	xasprintf(&c->agent_cmd, "%s rsh --run-dir %s --shell",
+	    agent_self_path(), l->rundir);
+	setenv("OMPI_MCA_plm_rsh_agent", c->agent_cmd, 1);
+	setenv("OMPI_MCA_plm_rsh_no_tree_spawn", "1", 1);
+	setenv("OMPI_MCA_routed", "direct", 1);
+	setenv("OMPI_MCA_orte_leave_session_attached", "1", 1);
+	setenv("OMPI_MCA_plm", "rsh", 1);
+	setenv("OMPI_MCA_ras", "^slurm,tm,gridengine,lsf,alps", 1);
+	if (geteuid() == 0) {
+		setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+		setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+	}
+	cbuf_reset(&b);
+	for (i = 0; ex[i] != NULL; i++)
+		cbuf_addf(&b, "%s%s", i > 0 ? ";" : "", ex[i]);
+	setenv("OMPI_MCA_mca_base_env_list", b.data, 1);
+	c->av = xcalloc(8, sizeof *c->av);
+	c->av[0] = (char *)agent_self_path();
+	c->av[1] = (char *)"rank";
+	c->av[2] = (char *)"--program";
+	c->av[3] = l->prog->path;
+	c->av[4] = (char *)"--rank";
+	c->av[5] = (char *)"0";
+	error = 0;
+ out:
+	cbuf_free(&b);
+	free(ssh);
+	free(bindir);
+	return error;
+}
+
 /* The words of mpirun (or srun, o->use_srun) with `cadre-agent rank` and
  * the command after them, into c->av; what they point to is c's or o's. */
 int
 launch_command(struct launch *l, const struct launch_opts *o, char *hostfile,
-    struct launch_cmd *c)
+    int setup, struct launch_cmd *c)
 {
+	const char *const *ex = launch_program_exported();
 	char	**av;
 	size_t	  i, nav;
-	int	  error, k;
+	int	  error, k, per_node;
 
 	/* mpirun passes shell-quoted words (orted's arguments). */
 	xasprintf(&c->agent_cmd, "%s rsh --shell", agent_self_path());
-	xasprintf(&c->np, "%d", l->total_slots);
+	per_node = setup || (l->prog != NULL &&
+	    l->prog->p.launch == PROGRAM_PER_NODE);
+	if (!setup && l->prog != NULL && l->prog->p.launch == PROGRAM_ONCE)
+		return once_command(l, c);
+	xasprintf(&c->np, "%d", per_node ? (int)l->n : l->total_slots);
 	c->cwords = container_exec_prefix(&o->ct, l->rundir, &c->ncw);
 	c->swords = container_srun_options(&o->ct, l->rundir, &c->nsw);
-	av = c->av = xcalloc(40 + o->nmpi + c->ncw + c->nsw + (size_t)o->ncmd,
+	av = c->av = xcalloc(80 + o->nmpi + c->ncw + c->nsw + (size_t)o->ncmd,
 	    sizeof *av);
 	nav = 0;
 	if (o->use_srun) {
-		if ((error = srun_words(l, o->srun, av, &nav,
+		if ((error = srun_words(l, o->srun, per_node, av, &nav,
 		    c->srun_alloc)) != 0)
 			return error;
 		for (i = 0; i < c->nsw; i++)
@@ -267,7 +362,7 @@ launch_command(struct launch *l, const struct launch_opts *o, char *hostfile,
 	av[nav++] = (char *)"-np";
 	av[nav++] = c->np;
 	av[nav++] = (char *)"--map-by";
-	av[nav++] = (char *)"slot";
+	av[nav++] = (char *)(per_node ? "ppr:1:node" : "slot");
 	av[nav++] = (char *)"--bind-to";
 	av[nav++] = (char *)"none";
 	av[nav++] = (char *)"--mca";
@@ -298,12 +393,26 @@ launch_command(struct launch *l, const struct launch_opts *o, char *hostfile,
 	av[nav++] = (char *)"ras";
 	av[nav++] = (char *)"^slurm,tm,gridengine,lsf,alps";
 	av[nav++] = (char *)"-x";
-	av[nav++] = (char *)"CADRE_RUN_DIR";
+	av[nav++] = (char *)ENV_RUN_DIR;
+	for (i = 0; l->prog != NULL && ex[i] != NULL; i++) {
+		if (strcmp(ex[i], ENV_RUN_DIR) == 0)
+			continue;
+		av[nav++] = (char *)"-x";
+		av[nav++] = (char *)ex[i];
+	}
 	for (i = 0; i < o->nmpi; i++)
 		av[nav++] = (char *)o->mpi_args[i];
  rank_words:
 	av[nav++] = (char *)agent_self_path();
 	av[nav++] = (char *)"rank";
+	if (l->prog != NULL) {
+		av[nav++] = (char *)"--program";
+		av[nav++] = l->prog->path;
+		if (setup)
+			av[nav++] = (char *)"--setup";
+		av[nav] = NULL;
+		return 0;
+	}
 	av[nav++] = (char *)"--";
 	for (k = 0; k < o->ncmd; k++)
 		av[nav++] = o->cmd[k];

@@ -38,7 +38,8 @@ launch_wait_signal(struct launch *l, double secs)
 }
 
 /*
- * What came on the signal pipe while mpirun (pid) runs. SIGUSR1 (the
+ * What came on the signal pipe while mpirun (pid) runs. A program
+ * (l->prog): any of them asks it to save and stop (above). Otherwise: SIGUSR1 (the
  * checkpoint request) goes to mpirun, which passes it to every rank.
  * SIGTERM/SIGINT/SIGHUP become SIGUSR2, which each `rank` turns into
  * SIGTERM for its command, so that the trainer can checkpoint: mpirun's
@@ -55,7 +56,22 @@ launch_forward_signals(struct launch *l, pid_t pid, int exited, int *preempted,
 	while (read(l->sigfd, &sig, 1) == 1) {
 		if (sig == SIGCHLD || exited)
 			continue;
-		if (sig == SIGUSR1) {
+		if (l->prog != NULL && !*preempted) {
+			/* A program: the scheduler's warning and a stop are
+			 * the same request, save then stop. The stop file
+			 * tells the program which it is; the ranks get
+			 * SIGTERM once it saved or at *term_at. */
+			log_notice("signal %d: asking the program to save "
+			    "and stop (%s, then SIGTERM within %llds)", sig,
+			    l->prog->stop_file, (long long)l->term_grace);
+			*preempted = 1;
+			launch_program_stop(l->prog, pid);
+			*term_at = now_mono() + (double)l->term_grace;
+		} else if (l->prog != NULL) {
+			log_notice("signal %d again: stopping the program "
+			    "now", sig);
+			*term_at = now_mono();
+		} else if (sig == SIGUSR1) {
 			log_info("SIGUSR1: passed to the ranks "
 			    "(checkpoint)");
 			kill(pid, SIGUSR1);

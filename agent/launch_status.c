@@ -48,7 +48,7 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 	*failed_rank = -1;
 	*failed_node = NULL;
 	*missing = 0;
-	for (r = 0; r < l->total_slots; r++) {
+	for (r = 0; r < l->nprocs; r++) {
 		xasprintf(&rel, "%s/rank-%d.json", RUNDIR_LOG, r);
 		path = rundir_path(l->rundir, rel);
 		free(rel);
@@ -64,8 +64,10 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 				    json_real(rs.ended));
 			json_object_set_new(entry, "signal", rs.signal[0] ?
 			    json_string(rs.signal) : json_null());
+			/* exit 3 is cadre-train's "out of memory", not a
+			 * program's */
 			if (rs.exited && rs.exit_code != 0 &&
-			    rs.exit_code != TRAIN_EXIT_OOM &&
+			    (rs.exit_code != TRAIN_EXIT_OOM || l->prog != NULL) &&
 			    rs.exit_code != TRAIN_EXIT_PREEMPTED &&
 			    *failed_rank < 0)
 				*failed_rank = r;
@@ -96,7 +98,7 @@ struct rank_kinds {
 };
 
 static void
-rank_kinds(const json_t *ranks, struct rank_kinds *k)
+rank_kinds(const json_t *ranks, int program, struct rank_kinds *k)
 {
 	const json_t	*e;
 	const char	*sig;
@@ -106,7 +108,7 @@ rank_kinds(const json_t *ranks, struct rank_kinds *k)
 	k->oom = k->killed = k->termed = k->stopped = -1;
 	json_array_foreach(ranks, i, e) {
 		if (cjson_get_int(e, "exit", &code) == 0) {
-			if (code == TRAIN_EXIT_OOM && k->oom < 0)
+			if (code == TRAIN_EXIT_OOM && !program && k->oom < 0)
 				k->oom = (int)i;
 			if (code == TRAIN_EXIT_PREEMPTED && k->stopped < 0)
 				k->stopped = (int)i;
@@ -195,7 +197,7 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 	json_object_set_new(st, "mpirun_exit", WIFEXITED(wstatus) ?
 	    json_integer(WEXITSTATUS(wstatus)) : json_null());
 	code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-	rank_kinds(ranks, &rk);
+	rank_kinds(ranks, l->prog != NULL, &rk);
 	/*
 	 * The end reason, root causes first (docs/contracts.md): when one
 	 * rank dies, mpirun stops the others (SIGTERM, which the trainer
@@ -255,9 +257,11 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		json_object_set_new(st, "failed_node",
 		    failed_node ? json_string(failed_node) : json_null());
 		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
-		    "rank %d on %s exited with status %lld", failed_rank,
+		    "rank %d on %s exited with status %lld%s", failed_rank,
 		    failed_node ? failed_node : "an unknown node",
-		    (long long)ec));
+		    (long long)ec, l->prog != NULL &&
+		    ec == PROGRAM_EXIT_NOT_FOUND ? " (command not found: see "
+		    "the rank's log)" : ""));
 	} else if (code != 0 && !use_srun &&
 	    launch_find_lost(l, &lost, &lostnames) > 0) {
 		rc = LAUNCH_EXIT_NODE_FAIL;
@@ -275,7 +279,7 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		    WIFEXITED(wstatus) ? "exited with status" :
 		    "was killed by signal", WIFEXITED(wstatus) ?
 		    WEXITSTATUS(wstatus) : WTERMSIG(wstatus), missing,
-		    l->total_slots);
+		    l->nprocs);
 		json_object_set_new(st, STATUS_REASON, json_string(missing > 0 ?
 		    REASON_NODE_FAIL : REASON_FAILED));
 		json_object_set_new(st, "resumable", missing > 0 ?

@@ -54,7 +54,8 @@ rsh_usage(FILE *f)
 	    "  plm_rsh_agent needs: \"cadre-agent rsh --shell\"). It pins the host\n"
 	    "  key it published and authenticating with DIR/keys/id_ed25519. Relays stdin,\n"
 	    "  stdout and stderr and exits with the command's status (128+N for signal N),\n"
-	    "  or 255 when it could not run it. -n: no stdin. -x is accepted and ignored.\n"
+	    "  or 255 when it could not run it. -n: no stdin. ssh's -x -T -t -q -A -a -C -4 -6\n"
+	    "  and -l -p -o -i -F with their values are accepted and ignored; USER@HOST is HOST.\n"
 	    "  DIR defaults to $CADRE_RUN_DIR.\n");
 }
 
@@ -215,7 +216,7 @@ cmd_rsh(int argc, char **argv)
 	cbuf_init(&cmd, AGENT_COMMAND_MAX);
 	optind = 1;
 	/* '+': options end at HOST; what follows is the command's. */
-	while ((c = getopt_long(argc, argv, "+nxTqhl:p:o:", longopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "+nxTqtAaC46hl:p:o:i:F:", longopts, NULL)) !=
 	    -1) {
 		switch (c) {
 		case 'd':
@@ -228,7 +229,12 @@ cmd_rsh(int argc, char **argv)
 			no_stdin = 1;
 			break;
 		case 'x': case 'T': case 'q': case 'l': case 'p': case 'o':
-			break;	/* ssh's options that mpirun may pass */
+		case 't': case 'A': case 'a': case 'C': case '4': case '6':
+		case 'i': case 'F':
+			/* ssh's options that mpirun, horovodrun and
+			 * pdsh-style scripts pass: the agent decides
+			 * the port, key and host-key checking itself */
+			break;
 		case 'h':
 			rsh_usage(stdout);
 			return 0;
@@ -242,6 +248,8 @@ cmd_rsh(int argc, char **argv)
 		return RSH_EXIT_CONNECT;
 	}
 	r.host = argv[optind];
+	if (strchr(r.host, '@') != NULL)	/* ssh's USER@HOST */
+		r.host = strchr(r.host, '@') + 1;
 	if (use_shell) {
 		for (i = optind + 1; i < argc; i++) {
 			if ((i > optind + 1 && cbuf_addc(&cmd, ' ') != 0) ||

@@ -1,8 +1,12 @@
 #include "config.h"
 
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,4 +55,82 @@ fs_remove_flat_dir(const char *dir)
 		return CADRE_ERR_SYSTEM;
 	}
 	return 0;
+}
+
+static int	remove_tree_errno;
+
+static int
+remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) == -1 &&
+	    errno != ENOENT && remove_tree_errno == 0)
+		remove_tree_errno = errno;
+	return 0;
+}
+
+int
+fs_remove_tree(const char *path)
+{
+	struct stat	sb;
+
+	if (lstat(path, &sb) == -1)
+		return errno == ENOENT ? 0 : CADRE_ERR_SYSTEM;
+	if (!S_ISDIR(sb.st_mode))
+		return unlink(path) == -1 && errno != ENOENT ?
+		    CADRE_ERR_SYSTEM : 0;
+	/* nftw's callback has no context: one removal at a time. */
+	remove_tree_errno = 0;
+	if (nftw(path, remove_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) ==
+	    -1 && remove_tree_errno == 0)
+		remove_tree_errno = errno;
+	if (remove_tree_errno != 0) {
+		errno = remove_tree_errno;
+		return CADRE_ERR_SYSTEM;
+	}
+	return 0;
+}
+
+int
+fs_write_atomic(const char *path, const void *data, size_t len, int mode)
+{
+	const char	*p = data;
+	char		*tmp;
+	ssize_t		 n;
+	int		 fd, saved;
+
+	xasprintf(&tmp, "%s.tmp.XXXXXX", path);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
+		free(tmp);
+		return CADRE_ERR_SYSTEM;
+	}
+	if (fchmod(fd, (mode_t)mode) == -1)
+		goto fail;
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto fail;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (fsync(fd) == -1 || close(fd) == -1) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) == -1)
+		goto fail;
+	free(tmp);
+	return 0;
+
+ fail:
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	free(tmp);
+	errno = saved;
+	return CADRE_ERR_SYSTEM;
 }

@@ -15,4 +15,17 @@ int fs_fsync_dir(const char *dir);
  */
 int fs_remove_flat_dir(const char *dir);
 
+/* Removes path and everything under it, not following symbolic links (a
+ * link is removed, not what it points to), going on past what it cannot
+ * remove. 0 when path is gone, else CADRE_ERR_SYSTEM (errno of the first
+ * failure). For trees cadre did not write itself, such as a program's
+ * checkpoints. */
+int fs_remove_tree(const char *path);
+
+/* Writes len bytes of data to path atomically (a temporary file in the
+ * same directory, fsync, rename) with mode. 0, or CADRE_ERR_SYSTEM
+ * (errno). */
+#include <stddef.h>
+int fs_write_atomic(const char *path, const void *data, size_t len, int mode);
+
 #endif
