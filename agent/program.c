@@ -128,6 +128,22 @@ string_map(const json_t *root, const char *key, int env_names,
 	return 0;
 }
 
+/* "SIGUSR1" into its number; 0 when it names none. */
+static int
+signal_number(const char *name)
+{
+	const char	*abbrev;
+	int		 i;
+
+	if (strncmp(name, "SIG", 3) != 0)
+		return 0;
+	for (i = 1; i < NSIG; i++)
+		if ((abbrev = sigabbrev_np(i)) != NULL &&
+		    strcmp(abbrev, name + 3) == 0)
+			return i;
+	return 0;
+}
+
 static int
 parse_root(const json_t *root, struct program *p, char *msg, size_t msglen)
 {
@@ -193,8 +209,7 @@ parse_root(const json_t *root, struct program *p, char *msg, size_t msglen)
 	if ((error = opt_string(root, PJ_SIGNAL, &sig, msg, msglen)) != 0)
 		return error;
 	if (sig != NULL) {
-		p->signal = strncmp(sig, "SIG", 3) == 0 ?
-		    ssh_signal_number(sig + 3) : 0;
+		p->signal = signal_number(sig);
 		if (p->signal <= 0) {
 			error = cadre_errf(msg, msglen, CADRE_ERR_INVALID,
 			    "%s: '%s' is not a signal name such as SIGUSR1",

@@ -252,6 +252,69 @@ START_TEST(test_read_eval)
 }
 END_TEST
 
+static const char *
+lookup_test(const char *name, void *ctx)
+{
+	(void)ctx;
+	if (strcmp(name, "batch") == 0)
+		return "32";
+	if (strcmp(name, "dir") == 0)
+		return "a b'c";
+	return rundir_placeholder_env(name) != NULL ? "V" : NULL;
+}
+
+/* {name} expansion: the one reader of the syntax (spec check, agent). */
+START_TEST(test_expand)
+{
+	static const struct {
+		const char	*in;
+		int		 shell;
+		const char	*out;	/* NULL: an error at pos */
+		size_t		 pos;
+	} cases[] = {
+		{ "--batch={batch}", 0, "--batch=32", 0 },
+		{ "{nnodes}x{node_rank}", 0, "VxV", 0 },
+		{ "{{literal}} }}", 0, "{literal} }", 0 },
+		{ "cd {dir}", 1, "cd 'a b'\\''c'", 0 },
+		{ "cd {dir}", 0, "cd a b'c", 0 },
+		{ "plain", 0, "plain", 0 },
+		{ "", 0, "", 0 },
+		{ "x{nope}", 0, NULL, 1 },
+		{ "x{batch", 0, NULL, 1 },
+		{ "ab{}", 0, NULL, 2 },
+		{ "a}b", 0, NULL, 1 },
+		{ "{ba-tch}", 0, NULL, 0 },
+		{ "{1x}", 0, NULL, 0 },
+	};
+	struct cbuf	b;
+	char		msg[256];
+	size_t		i, pos;
+	int		rc;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cbuf_init(&b, 1 << 10);
+		rc = rundir_expand(cases[i].in, lookup_test, NULL,
+		    cases[i].shell, &b, &pos, msg, sizeof msg);
+		if (cases[i].out != NULL) {
+			ck_assert_msg(rc == 0, "%s: %s", cases[i].in, msg);
+			ck_assert_str_eq(b.data != NULL ? b.data : "",
+			    cases[i].out);
+		} else {
+			ck_assert_msg(rc == CADRE_ERR_INVALID, "%s: %d",
+			    cases[i].in, rc);
+			ck_assert_uint_eq(pos, cases[i].pos);
+			ck_assert(msg[0] != '\0');
+		}
+		cbuf_free(&b);
+	}
+	/* the bound of out */
+	cbuf_init(&b, 4);
+	ck_assert_int_eq(rundir_expand("{batch}{batch}{batch}", lookup_test,
+	    NULL, 0, &b, &pos, msg, sizeof msg), CADRE_ERR_TOO_LARGE);
+	cbuf_free(&b);
+}
+END_TEST
+
 static Suite *
 rundir_suite(void)
 {
@@ -265,6 +328,7 @@ rundir_suite(void)
 	tcase_add_test(tc, test_split_lines);
 	tcase_add_test(tc, test_metrics_event);
 	tcase_add_test(tc, test_read_eval);
+	tcase_add_test(tc, test_expand);
 	suite_add_tcase(s, tc);
 	return s;
 }
