@@ -40,7 +40,7 @@ contract() {
 	mkdir -p "$1/checkpoints"
 	CADRE_RUN_DIR=$1 CADRE_METRICS=$1/metrics.jsonl
 	CADRE_CHECKPOINT_DIR=$1/checkpoints CADRE_STOP_FILE=$1/stop
-	CADRE_RESUME_FROM= CADRE_ATTEMPT=1 CADRE_RUN_ID=direct-$(basename "$1")
+	CADRE_RESUME_FROM='' CADRE_ATTEMPT=1 CADRE_RUN_ID=direct-$(basename "$1")
 	CADRE_EXPERIMENT=direct CADRE_CONFIG_ID=c0 CADRE_DEADLINE=
 	export CADRE_RUN_DIR CADRE_METRICS CADRE_CHECKPOINT_DIR CADRE_STOP_FILE \
 	    CADRE_RESUME_FROM CADRE_ATTEMPT CADRE_RUN_ID CADRE_EXPERIMENT \
@@ -57,7 +57,7 @@ same_weights() {
 	elif [ -n "${4:-}" ] && [ "$_u" != "$4" ]; then
 		fail "$1: weights $_u differ from the reference's $4"
 	else
-		pass "$1: $3 ranks, equal weights${4:+, equal to the reference's}"
+		pass "$1: $3 ranks, equal weights${4:+, equal to the reference}"
 	fi
 }
 
