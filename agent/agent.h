@@ -26,6 +26,7 @@
 #define AGENT_EXEC_MODE_ENV	"CADRE_EXEC"
 #define AGENT_STDIN_MAX		(4u << 20)	/* buffered for the command */
 #define RANK_STATUS_MAX		(4u << 10)	/* log/rank-N.json */
+#define RANK_MESSAGE_MAX	512		/* bytes of its "message" */
 
 #define AGENT_INFO_VERSION	1
 #define STATUS_VERSION		1
@@ -48,6 +49,9 @@ struct rank_status {
 	int	exit_code;	/* 0..255 */
 	char	signal[16];	/* "TERM", a number, or "" */
 	double	ended;		/* wall time the rank ended; 0: not known */
+	int64_t	peak_rss_bytes;	/* of the command; -1: not known */
+	int	oom;		/* the cgroup's OOM killer ended it */
+	char	message[RANK_MESSAGE_MAX + 1];	/* why it did not run; "" */
 };
 
 /* rsh exits with this when it could not run the command at all (as ssh). */

@@ -330,6 +330,27 @@ rank_status_parse(const char *text, size_t len, struct rank_status *rs,
 		}
 		rs->ended = json_number_value(v);
 	}
+	rs->peak_rss_bytes = -1;
+	if ((v = json_object_get(root, "peak_rss_bytes")) != NULL &&
+	    !json_is_null(v)) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0) {
+			snprintf(msg, msglen, "'peak_rss_bytes' must be a "
+			    "non-negative integer");
+			goto out;
+		}
+		rs->peak_rss_bytes = json_integer_value(v);
+	}
+	if ((v = json_object_get(root, "oom")) != NULL) {
+		if (!json_is_boolean(v)) {
+			snprintf(msg, msglen, "'oom' must be true or false");
+			goto out;
+		}
+		rs->oom = json_is_true(v);
+	}
+	if (json_object_get(root, "message") != NULL &&
+	    get_bounded_string(root, "message", rs->message, RANK_MESSAGE_MAX,
+	    msg, msglen) != 0)
+		goto out;
 	error = 0;
  out:
 	json_decref(root);

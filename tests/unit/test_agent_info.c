@@ -226,6 +226,14 @@ START_TEST(test_rank_status)
 		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 7, \"ended\": \"now\"}", 0 },
 		{ "[1, 2]", 0 },
 		{ "", 0 },
+		/* 17..: what a program's rank adds */
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": null, \"signal\": \"KILL\", \"peak_rss_bytes\": 123456789012, \"oom\": true}", 1 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 127, \"message\": \"cannot run x: No such file or directory\"}", 1 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 0, \"peak_rss_bytes\": -1}", 0 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 0, \"peak_rss_bytes\": 1.5}", 0 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 0, \"oom\": 1}", 0 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 0, \"message\": 7}", 0 },
+		{ "{\"version\": 1, \"rank\": 0, \"node\": \"n1\", \"exit\": 0, \"oom\": false, \"peak_rss_bytes\": null}", 1 },
 	};
 	struct rank_status	 rs;
 	char			 msg[256], *big;
@@ -245,6 +253,24 @@ START_TEST(test_rank_status)
 	ck_assert_int_eq(rank_status_parse(cases[12].text, strlen(cases[12].text),
 	    &rs, msg, sizeof msg), 0);
 	ck_assert(rs.ended == 1795265090.25);
+	ck_assert(rs.peak_rss_bytes == -1 && !rs.oom && rs.message[0] == '\0');
+	ck_assert_int_eq(rank_status_parse(cases[17].text, strlen(cases[17].text),
+	    &rs, msg, sizeof msg), 0);
+	ck_assert(rs.peak_rss_bytes == INT64_C(123456789012));
+	ck_assert_int_eq(rs.oom, 1);
+	ck_assert_str_eq(rs.signal, "KILL");
+	ck_assert_int_eq(rank_status_parse(cases[18].text, strlen(cases[18].text),
+	    &rs, msg, sizeof msg), 0);
+	ck_assert_str_eq(rs.message, "cannot run x: No such file or directory");
+	ck_assert_int_eq(rs.exit_code, 127);
+	/* A message over RANK_MESSAGE_MAX bytes: rank never writes one. */
+	big = xmalloc(RANK_MESSAGE_MAX + 200);
+	snprintf(big, RANK_MESSAGE_MAX + 200, "{\"version\": 1, \"rank\": 0, "
+	    "\"node\": \"n1\", \"exit\": 1, \"message\": \"%0*d\"}",
+	    RANK_MESSAGE_MAX + 1, 0);
+	ck_assert_int_ne(rank_status_parse(big, strlen(big), &rs, msg,
+	    sizeof msg), 0);
+	free(big);
 	big = xmalloc(RANK_STATUS_MAX + 2);
 	memset(big, ' ', RANK_STATUS_MAX + 1);
 	memcpy(big, cases[0].text, strlen(cases[0].text));
