@@ -395,7 +395,7 @@ launch_command(struct launch *l, const struct launch_opts *o, char *hostfile,
 	av[nav++] = (char *)"-x";
 	av[nav++] = (char *)ENV_RUN_DIR;
 	for (i = 0; l->prog != NULL && ex[i] != NULL; i++) {
-		if (strcmp(ex[i], ENV_RUN_DIR) == 0)
+		if (strcmp(ex[i], ENV_RUN_DIR) == 0 || getenv(ex[i]) == NULL)
 			continue;
 		av[nav++] = (char *)"-x";
 		av[nav++] = (char *)ex[i];

@@ -64,6 +64,15 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 				    json_real(rs.ended));
 			json_object_set_new(entry, "signal", rs.signal[0] ?
 			    json_string(rs.signal) : json_null());
+			if (rs.peak_rss_bytes >= 0)
+				json_object_set_new(entry, MX_PEAK_RSS,
+				    json_integer(rs.peak_rss_bytes));
+			if (rs.oom)
+				json_object_set_new(entry, REASON_OOM,
+				    json_true());
+			if (rs.message[0] != '\0')
+				json_object_set_new(entry, STATUS_MESSAGE,
+				    json_string(rs.message));
 			/* exit 3 is cadre-train's "out of memory", not a
 			 * program's */
 			if (rs.exited && rs.exit_code != 0 &&
@@ -113,6 +122,9 @@ rank_kinds(const json_t *ranks, int program, struct rank_kinds *k)
 			if (code == TRAIN_EXIT_PREEMPTED && k->stopped < 0)
 				k->stopped = (int)i;
 		}
+		/* the kernel's OOM killer (the cgroup's count grew) */
+		if (json_is_true(json_object_get(e, REASON_OOM)) && k->oom < 0)
+			k->oom = (int)i;
 		if (json_is_integer(json_object_get(e, "signal")))
 			sig = "";	/* a number: not TERM */
 		else if (cjson_get_string(e, "signal", &sig) != 0)
@@ -188,7 +200,7 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 	struct rank_kinds rk;
 	struct cbuf	 lostnames;
 	json_t		*lost = NULL, *ranks;
-	const char	*failed_node;
+	const char	*failed_node, *rank_msg;
 	int		 rc, failed_rank, missing, code;
 
 	cbuf_init(&lostnames, 1 << 20);
@@ -215,7 +227,10 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		json_object_set_new(st, STATUS_REASON, json_string(REASON_OOM));
 		json_object_set_new(st, "resumable", json_false());
 		set_failed(st, ranks, rk.oom);
-		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
+		json_object_set_new(st, STATUS_MESSAGE, json_is_true(
+		    json_object_get(json_array_get(ranks, (size_t)rk.oom),
+		    REASON_OOM)) ? json_sprintf("rank %d was killed by the "
+		    "kernel's OOM killer", rk.oom) : json_sprintf(
 		    "rank %d ran out of memory (exit %d)", rk.oom,
 		    TRAIN_EXIT_OOM));
 		log_error("%s", json_string_value(json_object_get(st,
@@ -256,12 +271,15 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		    json_integer(failed_rank));
 		json_object_set_new(st, "failed_node",
 		    failed_node ? json_string(failed_node) : json_null());
+		rank_msg = NULL;
+		(void)cjson_get_string(json_array_get(ranks,
+		    (size_t)failed_rank), STATUS_MESSAGE, &rank_msg);
 		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
-		    "rank %d on %s exited with status %lld%s", failed_rank,
+		    "rank %d on %s exited with status %lld%s%s%s", failed_rank,
 		    failed_node ? failed_node : "an unknown node",
-		    (long long)ec, l->prog != NULL &&
-		    ec == PROGRAM_EXIT_NOT_FOUND ? " (command not found: see "
-		    "the rank's log)" : ""));
+		    (long long)ec, ec == PROGRAM_EXIT_NOT_FOUND ?
+		    " (command not found)" : "", rank_msg != NULL ? ": " : "",
+		    rank_msg != NULL ? rank_msg : ""));
 	} else if (code != 0 && !use_srun &&
 	    launch_find_lost(l, &lost, &lostnames) > 0) {
 		rc = LAUNCH_EXIT_NODE_FAIL;

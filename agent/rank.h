@@ -98,7 +98,8 @@ int rank_program_chdir(const struct program *p, const char *rundir,
     char *msg, size_t msglen);
 /* Sends sig to the ranks under the per-node launcher child (the
  * descendants whose environment has LOCAL_RANK and whose parent's has
- * not), else to child itself. The number of processes signalled. */
+ * not), never to the launcher itself (torchrun dies of SIGUSR1). The
+ * number of processes signalled: 0 before the launcher started them. */
 int rank_signal_ranks(pid_t child, int sig);
 /* The oom_kill count of this process's cgroup (v2), or -1 when unknown. */
 int64_t rank_oom_kills(void);

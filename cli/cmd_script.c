@@ -1,6 +1,7 @@
 /* cadre script: the job script cadred would submit for one run of a spec,
  * printed for users who submit by hand (and, with --write, the run dir it
- * needs: train.json, keys, job.sh, and the spec for `cadre import`). */
+ * needs: train.json or program.json, keys, job.sh, and the spec for
+ * `cadre import`). */
 #include "config.h"
 
 #include <sys/stat.h>
@@ -130,8 +131,9 @@ keygen(const char *agent, const char *dir)
 	    CADRE_ERR_SYSTEM;
 }
 
-/* The run dir for a hand submission: train.json, keys, job.sh, the spec
- * and which run it is (for cadre import). */
+/* The run dir for a hand submission: train.json (program.json for a
+ * program), keys, job.sh, the spec and which run it is (for cadre
+ * import). */
 static int
 write_run_dir(const struct spec *s, const struct spec_run *r,
     const char *text, size_t len, const char *dir, const char *agent,
@@ -152,10 +154,7 @@ write_run_dir(const struct spec *s, const struct spec_run *r,
 		    dir);
 		return rc;
 	}
-	xasprintf(&path, "%s/" RUNDIR_TRAIN_JSON, dir);
-	rc = jobscript_write_train_json(s, r, dir, path, err, errlen);
-	free(path);
-	if (rc != 0)
+	if ((rc = jobscript_write_run_json(s, r, dir, err, errlen)) != 0)
 		return rc;
 	xasprintf(&path, "%s/" RUNDIR_JOB_SCRIPT, dir);
 	rc = jobscript_write(kind, templates, js, path, err, errlen);
@@ -300,8 +299,9 @@ run_script(const struct cli_command *cmd, int argc, char **argv)
 			fprintf(stderr, "cadre script: %s\n", err);
 			goto out;
 		}
-		fprintf(stderr, "cadre script: wrote %s (train.json, keys/, "
-		    "job.sh, %s, %s)\n", dir, RUNDIR_SPEC,
+		fprintf(stderr, "cadre script: wrote %s (%s, keys/, "
+		    "job.sh, %s, %s)\n", dir, spec_is_program(s) ?
+		    RUNDIR_PROGRAM : RUNDIR_TRAIN_JSON, RUNDIR_SPEC,
 		    RUNDIR_RUN_JSON);
 	}
 	if (fputs(out, stdout) == EOF || fflush(stdout) != 0) {
@@ -335,8 +335,8 @@ static const struct cli_option script_options[] = {
 	    "scheduler.backend)" },
 	{ "run-dir", 'd', "DIR", "The run dir the script uses (default: "
 	    "STATE/runs/RUN_ID, as cadred)" },
-	{ "write", 'w', NULL, "Also create the run dir: train.json, keys/, "
-	    "job.sh, spec.yaml, run.json" },
+	{ "write", 'w', NULL, "Also create the run dir: train.json (a "
+	    "program's: program.json), keys/, job.sh, spec.yaml, run.json" },
 	{ "templates", 0, "DIR", "Where slurm.sh.in and pbs.sh.in are "
 	    "(default: the installed ones)" },
 	{ "agent", 0, "PATH", "cadre-agent on the nodes (default: the one "
@@ -353,8 +353,9 @@ const struct cli_command cli_cmd_script = {
 	.description =
 	    "Renders the Slurm or PBS job script of one run of SPEC, as cadred\n"
 	    "would submit it, on standard output; nothing is written unless\n"
-	    "--write creates the run dir the script needs (train.json, the run's\n"
-	    "keys, job.sh, and spec.yaml and run.json, from which cadre import\n"
+	    "--write creates the run dir the script needs (train.json, or\n"
+	    "program.json for a program spec, the run's keys, job.sh, and\n"
+	    "spec.yaml and run.json, from which cadre import\n"
 	    "records the run under its spec). Submit it by hand with sbatch or\n"
 	    "qsub; afterwards `cadre import RUN_DIR` adds the run to the state so\n"
 	    "that cadre report covers it. See README \"Using cadre in your own\n"

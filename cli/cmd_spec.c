@@ -125,24 +125,84 @@ fixed_column(enum spec_key k)
 	    k == SPEC_K_BATCH_SIZE || k == SPEC_K_PRECISION;
 }
 
-static json_t *
-param_json(const struct spec_run *r, enum spec_key k)
+/* A varied value a plan shows: a key, or one var of program.vars (which
+ * varies as one key, shown var by var). */
+struct varied {
+	enum spec_key	 key;
+	const char	*var;
+	char		*path;		/* "trainer.batch_size", "program.vars.lr" */
+};
+
+static size_t
+varied_list(const struct spec *s, struct varied **out)
 {
-	const struct spec_key_info	*ki = spec_key_info(k);
+	struct varied	*v;
+	size_t		 n = 0, j, i;
+	enum spec_key	 k;
+
+	v = xcalloc(spec_nvaried(s) + spec_nvaried_vars(s) + 1, sizeof *v);
+	for (j = 0; j < spec_nvaried(s); j++) {
+		k = spec_varied(s, j);
+		if (k != SPEC_K_PROG_VARS) {
+			v[n].key = k;
+			v[n++].path = xstrdup(spec_key_info(k)->path);
+			continue;
+		}
+		for (i = 0; i < spec_nvaried_vars(s); i++) {
+			v[n].key = k;
+			v[n].var = spec_varied_var(s, i);
+			xasprintf(&v[n].path, "%s.%s", spec_key_info(k)->path,
+			    v[n].var);
+			n++;
+		}
+	}
+	*out = v;
+	return n;
+}
+
+static void
+varied_free(struct varied *v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+/* A varied value of run r as text. */
+static char *
+varied_text(const struct spec_run *r, const struct varied *v)
+{
+	const char	*t;
+
+	if (v->var == NULL)
+		return spec_run_format(r, v->key);
+	t = spec_run_var(r, v->var);
+	return xstrdup(t != NULL ? t : "");
+}
+
+static json_t *
+param_json(const struct spec_run *r, const struct varied *v)
+{
+	const struct spec_key_info	*ki = spec_key_info(v->key);
 	char				*text;
 	json_t				*j;
 
-	if (!spec_run_is_set(r, k))
+	if (v->var != NULL)
+		return spec_run_var(r, v->var) != NULL ?
+		    json_string(spec_run_var(r, v->var)) : json_null();
+	if (!spec_run_is_set(r, v->key))
 		return json_null();
 	switch (ki->type) {
 	case SPEC_T_INT:
-		return json_integer(spec_run_int(r, k));
+		return json_integer(spec_run_int(r, v->key));
 	case SPEC_T_FLOAT:
-		return json_real(spec_run_double(r, k));
+		return json_real(spec_run_double(r, v->key));
 	case SPEC_T_BOOL:
-		return json_boolean(spec_run_bool(r, k));
+		return json_boolean(spec_run_bool(r, v->key));
 	default:
-		text = spec_run_format(r, k);
+		text = spec_run_format(r, v->key);
 		j = json_string(text);
 		free(text);
 		return j;
@@ -161,21 +221,23 @@ hours_text(int64_t seconds)
 	return r;
 }
 
+/* A program's plan leaves out the trainer's batch and precision. */
 static int
 plan_json(const struct spec *s, const struct spec_plan *p)
 {
 	const struct spec_run	*r;
 	json_t			*root, *runs, *run, *params, *varied, *total;
-	size_t			 i, j;
+	struct varied		*vs;
+	size_t			 i, j, nv;
 	int64_t			 gpus = spec_plan_gpu_seconds(p);
-	enum spec_key		 k;
+	int			 trainer = !spec_is_program(s);
 
 	root = json_object();
 	runs = json_array();
 	varied = json_array();
-	for (j = 0; j < spec_nvaried(s); j++)
-		json_array_append_new(varied,
-		    json_string(spec_key_info(spec_varied(s, j))->path));
+	nv = varied_list(s, &vs);
+	for (j = 0; j < nv; j++)
+		json_array_append_new(varied, json_string(vs[j].path));
 	for (i = 0; i < spec_plan_nruns(p); i++) {
 		r = spec_plan_run(p, i);
 		run = json_object();
@@ -193,20 +255,23 @@ plan_json(const struct spec *s, const struct spec_plan *p)
 		    json_integer(spec_run_total_gpus(r)));
 		json_object_set_new(run, "ranks",
 		    json_integer(spec_run_ranks(r)));
-		json_object_set_new(run, "batch_per_rank",
-		    json_integer(spec_run_int(r, SPEC_K_BATCH_SIZE)));
-		json_object_set_new(run, "global_batch",
-		    json_integer(spec_run_global_batch(r)));
-		json_object_set_new(run, "precision",
-		    json_string(spec_run_string(r, SPEC_K_PRECISION)));
-		for (j = 0; j < spec_nvaried(s); j++) {
-			k = spec_varied(s, j);
-			json_object_set_new(params, spec_key_info(k)->path,
-			    param_json(r, k));
-		}
+		if (trainer) {
+			json_object_set_new(run, "batch_per_rank",
+			    json_integer(spec_run_int(r, SPEC_K_BATCH_SIZE)));
+			json_object_set_new(run, "global_batch",
+			    json_integer(spec_run_global_batch(r)));
+			json_object_set_new(run, "precision",
+			    json_string(spec_run_string(r, SPEC_K_PRECISION)));
+		} else
+			json_object_set_new(run, "launch", json_string(
+			    spec_run_string(r, SPEC_K_PROG_LAUNCH)));
+		for (j = 0; j < nv; j++)
+			json_object_set_new(params, vs[j].path,
+			    param_json(r, &vs[j]));
 		json_object_set_new(run, "params", params);
 		json_array_append_new(runs, run);
 	}
+	varied_free(vs, nv);
 	total = json_object();
 	json_object_set_new(total, "runs", json_integer(spec_plan_nruns(p)));
 	json_object_set_new(total, "configurations",
@@ -230,7 +295,7 @@ plan_json(const struct spec *s, const struct spec_plan *p)
 }
 
 struct column {
-	const char	*title;
+	char		*title;
 	int		 right;		/* numbers align right */
 	size_t		 width;
 	char		**cells;
@@ -265,61 +330,90 @@ upper(const char *s)
 	return r;
 }
 
-/* The last component of a key path: "trainer.model" -> "model". */
+/* The columns every plan table has, the trainer's only for its specs. */
+enum plan_col {
+	COL_ID, COL_NODES, COL_GPUS_PER_NODE, COL_GPUS, COL_RANKS, COL_BATCH,
+	COL_GLOBAL_BATCH, COL_PRECISION, COL_REPEAT, COL_COUNT
+};
+
+static const char *const col_titles[COL_COUNT] = { "ID", "NODES",
+    "GPUS/NODE", "GPUS", "RANKS", "BATCH/RANK", "GLOBAL BATCH", "PRECISION",
+    "REPEAT" };
+
+static int
+col_trainer_only(enum plan_col c)
+{
+	return c == COL_BATCH || c == COL_GLOBAL_BATCH || c == COL_PRECISION;
+}
+
+static char *
+col_cell(const struct spec_run *r, enum plan_col c)
+{
+	switch (c) {
+	case COL_ID:
+		return xstrdup(spec_run_id(r));
+	case COL_NODES:
+		return int_text(spec_run_int(r, SPEC_K_RES_NODES));
+	case COL_GPUS_PER_NODE:
+		return int_text(spec_run_int(r, SPEC_K_RES_GPUS_PER_NODE));
+	case COL_GPUS:
+		return int_text(spec_run_total_gpus(r));
+	case COL_RANKS:
+		return int_text(spec_run_ranks(r));
+	case COL_BATCH:
+		return int_text(spec_run_int(r, SPEC_K_BATCH_SIZE));
+	case COL_GLOBAL_BATCH:
+		return int_text(spec_run_global_batch(r));
+	case COL_PRECISION:
+		return xstrdup(spec_run_string(r, SPEC_K_PRECISION));
+	default:
+		return int_text(spec_run_repeat(r));
+	}
+}
+
 static int
 plan_table(const struct spec *s, const struct spec_plan *p)
 {
-	static const char *const titles[] = { "ID", "NODES", "GPUS/NODE",
-	    "GPUS", "RANKS", "BATCH/RANK", "GLOBAL BATCH", "PRECISION",
-	    "REPEAT" };
-	const size_t		 nfixed = sizeof titles / sizeof titles[0];
 	const struct spec_run	*r;
 	struct column		*cols;
-	enum spec_key		*extra;
-	char			**titlebuf;
-	size_t			 ncols, nextra = 0, nruns = spec_plan_nruns(p);
-	size_t			 i, j, c;
+	struct varied		*vs, *extra;
+	enum plan_col		 fixed[COL_COUNT];
+	size_t			 ncols, nfixed = 0, nextra = 0, nv;
+	size_t			 nruns = spec_plan_nruns(p), i, j, c;
 	int64_t			 gpus = spec_plan_gpu_seconds(p), nodes = 0;
 	char			*h, *nh;
 
-	extra = xcalloc(spec_nvaried(s) + 1, sizeof *extra);
-	for (j = 0; j < spec_nvaried(s); j++) {
-		if (!fixed_column(spec_varied(s, j)))
-			extra[nextra++] = spec_varied(s, j);
+	for (c = 0; c < COL_COUNT; c++) {
+		if (!spec_is_program(s) || !col_trainer_only(c))
+			fixed[nfixed++] = c;
+	}
+	nv = varied_list(s, &vs);
+	extra = xcalloc(nv + 1, sizeof *extra);
+	for (j = 0; j < nv; j++) {
+		if (vs[j].var != NULL || !fixed_column(vs[j].key))
+			extra[nextra++] = vs[j];
 	}
 	ncols = nfixed + nextra;
 	cols = xcalloc(ncols, sizeof *cols);
-	titlebuf = xcalloc(nextra + 1, sizeof *titlebuf);
 	for (c = 0; c < ncols; c++) {
 		if (c < nfixed) {
-			cols[c].title = titles[c];
-			cols[c].right = c > 0 && c != 7;
-		} else {
-			titlebuf[c - nfixed] = upper(spec_key_leaf(extra[c -
-			    nfixed]));
-			cols[c].title = titlebuf[c - nfixed];
-		}
+			cols[c].title = xstrdup(col_titles[fixed[c]]);
+			cols[c].right = fixed[c] != COL_ID &&
+			    fixed[c] != COL_PRECISION;
+		} else
+			cols[c].title = upper(extra[c - nfixed].var != NULL ?
+			    extra[c - nfixed].var :
+			    spec_key_leaf(extra[c - nfixed].key));
 		cols[c].width = strlen(cols[c].title);
 		cols[c].cells = xcalloc(nruns + 1, sizeof *cols[c].cells);
 	}
 	for (i = 0; i < nruns; i++) {
 		r = spec_plan_run(p, i);
-		column_set(&cols[0], i, xstrdup(spec_run_id(r)));
-		column_set(&cols[1], i, int_text(spec_run_int(r,
-		    SPEC_K_RES_NODES)));
-		column_set(&cols[2], i, int_text(spec_run_int(r,
-		    SPEC_K_RES_GPUS_PER_NODE)));
-		column_set(&cols[3], i, int_text(spec_run_total_gpus(r)));
-		column_set(&cols[4], i, int_text(spec_run_ranks(r)));
-		column_set(&cols[5], i, int_text(spec_run_int(r,
-		    SPEC_K_BATCH_SIZE)));
-		column_set(&cols[6], i, int_text(spec_run_global_batch(r)));
-		column_set(&cols[7], i, xstrdup(spec_run_string(r,
-		    SPEC_K_PRECISION)));
-		column_set(&cols[8], i, int_text(spec_run_repeat(r)));
+		for (c = 0; c < nfixed; c++)
+			column_set(&cols[c], i, col_cell(r, fixed[c]));
 		for (j = 0; j < nextra; j++)
-			column_set(&cols[nfixed + j], i,
-			    spec_run_format(r, extra[j]));
+			column_set(&cols[nfixed + j], i, varied_text(r,
+			    &extra[j]));
 	}
 
 	for (c = 0; c < ncols; c++)
@@ -357,12 +451,11 @@ plan_table(const struct spec *s, const struct spec_plan *p)
 		for (i = 0; i < nruns; i++)
 			free(cols[c].cells[i]);
 		free(cols[c].cells);
+		free(cols[c].title);
 	}
-	for (j = 0; j < nextra; j++)
-		free(titlebuf[j]);
-	free(titlebuf);
 	free(cols);
 	free(extra);
+	varied_free(vs, nv);
 	return CLI_EXIT_OK;
 }
 

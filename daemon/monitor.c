@@ -600,12 +600,12 @@ keygen(struct monitor *m, struct mrun *r, char *err, size_t errlen)
 	return rc;
 }
 
-/* Run dir, keys, train.json and job script of r; js gets the job. */
+/* Run dir, keys, train.json (program.json for a program) and job script
+ * of r; js gets the job. */
 static int
 prepare(struct monitor *m, struct mrun *r, struct jobscript *js,
     char *name, size_t namelen, char **script, char *err, size_t errlen)
 {
-	char	*path = NULL;
 	int	 rc;
 
 	*script = NULL;
@@ -614,11 +614,8 @@ prepare(struct monitor *m, struct mrun *r, struct jobscript *js,
 		    "(see cadred's log)", r->run_dir);
 	if (!m->cfg.dry && (rc = keygen(m, r, err, errlen)) != 0)
 		return rc;
-	xasprintf(&path, "%s/" RUNDIR_TRAIN_JSON, r->run_dir);
-	rc = jobscript_write_train_json(r->exp->spec, r->r, r->run_dir, path,
-	    err, errlen);
-	free(path);
-	if (rc != 0)
+	if ((rc = jobscript_write_run_json(r->exp->spec, r->r, r->run_dir,
+	    err, errlen)) != 0)
 		return rc;
 	snprintf(name, namelen, "cadre-%s", r->id);
 	jobscript_from_run(r->exp->spec, r->r, r->run_dir, name, m->cfg.agent,

@@ -70,7 +70,6 @@ jobscript_from_run(const struct spec *s, const struct spec_run *r,
 	struct sched_job	*j = &js->job;
 	int64_t			 cpus;
 
-	(void)s;
 	memset(js, 0, sizeof *js);
 	j->run_id = spec_run_id(r);
 	j->run_dir = run_dir;
@@ -96,11 +95,16 @@ jobscript_from_run(const struct spec *s, const struct spec_run *r,
 	js->container_runtime = spec_run_string(r, SPEC_K_CONTAINER_RUNTIME);
 	js->container_image = spec_run_string(r, SPEC_K_CONTAINER_IMAGE);
 	js->binds = spec_run_list(r, SPEC_K_CONTAINER_BINDS, &js->nbinds);
+	js->spec = s;
+	js->program = s != NULL && spec_is_program(s);
+	js->experiment = s != NULL ? spec_get_string(s, SPEC_K_NAME) : NULL;
+	js->config_id = spec_run_config_id(r);
+	if (js->program)
+		return;	/* no staging of trainer.data, no eval */
 	if (spec_run_is_set(r, SPEC_K_STAGE_TO)) {
 		js->stage_src = spec_run_string(r, SPEC_K_DATA);
 		js->stage_dst = spec_run_string(r, SPEC_K_STAGE_TO);
 	}
-	js->spec = s;
 	js->eval_data = spec_run_string(r, SPEC_K_CKPT_EVAL_DATA);
 	js->eval_batch = spec_run_int(r, SPEC_K_CKPT_EVAL_BATCH);
 	js->eval_at = spec_run_list(r, SPEC_K_CKPT_EVAL_AT, &js->neval_at);
@@ -348,7 +352,14 @@ expand(struct cbuf *b, enum jobscript_kind kind, const char *name,
 			free(pair);
 		}
 	}
-	else if (IS("EVAL_DATA")) {
+	else if (IS("PROGRAM")) {
+		/* fixed words: the script's variables, no value */
+		if (js->program)
+			cbuf_adds(b, "--program \"$run_dir/" RUNDIR_PROGRAM "\"");
+		else
+			cbuf_adds(b, "-- \"$trainer\" train --config \"$run_dir/"
+			    RUNDIR_TRAIN_JSON "\"");
+	} else if (IS("EVAL_DATA")) {
 		char	*abs = js->eval_data == NULL ? xstrdup("") :
 		    js->spec != NULL ? spec_resolve_path(js->spec,
 		    js->eval_data) : xstrdup(js->eval_data);
@@ -369,6 +380,12 @@ expand(struct cbuf *b, enum jobscript_kind kind, const char *name,
 	}
 	else if (IS("RUN_ID"))
 		cbuf_add_shell_word(b, j->run_id);
+	else if (IS("EXPERIMENT"))
+		cbuf_add_shell_word(b, js->experiment != NULL ?
+		    js->experiment : "");
+	else if (IS("CONFIG_ID"))
+		cbuf_add_shell_word(b, js->config_id != NULL ?
+		    js->config_id : "");
 	else if (IS("RUN_DIR"))
 		cbuf_add_shell_word(b, j->run_dir);
 	else if (IS("JOB_NAME"))
@@ -559,6 +576,19 @@ set_real(json_t *o, const char *key, double v)
 	json_object_set_new(o, key, json_real(v));
 }
 
+/* o into path, 0600, atomically: 0, or an error with a message. */
+static int
+write_json(const char *path, const json_t *o, char *err, size_t errlen)
+{
+	int	rc;
+
+	if ((rc = cjson_write_atomic(path, o, 0600)) != 0)
+		cadre_errf(err, errlen, rc, "%s: %s", path,
+		    rc == CADRE_ERR_SYSTEM ? strerror(errno) :
+		    cadre_strerror(rc));
+	return rc;
+}
+
 int
 jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
     const char *run_dir, const char *path, char *err, size_t errlen)
@@ -641,13 +671,158 @@ jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
 		    "UTF-8 (the run dir?)");
 		goto out;
 	}
-	if ((rc = cjson_write_atomic(path, o, 0600)) != 0) {
-		cadre_errf(err, errlen, CADRE_ERR_INVALID, "%s: %s", path, rc == CADRE_ERR_SYSTEM ?
-		    strerror(errno) : cadre_strerror(rc));
-		goto out;
-	}
-	rc = 0;
+	rc = write_json(path, o, err, errlen);
 out:
 	json_decref(o);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- program.json */
+
+#define PROGRAM_JSON_KEYS	13	/* members of program.json, metrics_regex aside */
+
+/* A JSON array of strings, or NULL when one is not UTF-8. */
+static json_t *
+string_array(char *const *v, size_t n)
+{
+	json_t	*a = json_array(), *j;
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		if ((j = json_string(v[i])) == NULL ||
+		    json_array_append_new(a, j) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+/* program.env or program.vars of r as an object of strings, or NULL. */
+static json_t *
+pairs_object(const struct spec_run *r, enum spec_key k)
+{
+	char *const	*pairs;
+	json_t		*o = json_object(), *j;
+	size_t		 n, i;
+
+	pairs = spec_run_pairs(r, k, &n);
+	for (i = 0; i < n; i++) {
+		if ((j = json_string(pairs[2 * i + 1])) == NULL ||
+		    json_object_set_new(o, pairs[2 * i], j) != 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* program.workdir made absolute: relative to the spec's directory, which
+ * is itself relative to ours when the spec was given so. Caller frees. */
+static char *
+program_workdir(const struct spec *s, const struct spec_run *r)
+{
+	const char	*w = spec_run_string(r, SPEC_K_PROG_WORKDIR);
+	char		*path, *abs, cwd[4096];
+	const char	*rel;
+
+	while (w[0] == '.' && w[1] == '/')
+		w += 2 + strspn(w + 2, "/");
+	if (*w == '\0' || strcmp(w, ".") == 0)
+		path = xstrdup(spec_dir(s));
+	else
+		path = spec_resolve_path(s, w);
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return path;
+	rel = path;
+	while (rel[0] == '.' && (rel[1] == '/' || rel[1] == '\0'))
+		rel += 1 + strspn(rel + 1, "/");
+	if (*rel == '\0')
+		abs = xstrdup(cwd);
+	else
+		xasprintf(&abs, "%s/%s", cwd, rel);
+	free(path);
+	return abs;
+}
+
+int
+jobscript_write_program_json(const struct spec *s, const struct spec_run *r,
+    const char *path, char *err, size_t errlen)
+{
+	char *const	*list;
+	const char	*str;
+	json_t		*o, *cmd;
+	char		*workdir;
+	size_t		 n, want = PROGRAM_JSON_KEYS;
+	int		 rc;
+
+	if (!spec_is_program(s))
+		return cadre_errf(err, errlen, CADRE_ERR_INVALID,
+		    "program.json: the spec has no program section");
+	workdir = program_workdir(s, r);
+	o = json_object();
+	set_int(o, PJ_VERSION, PROGRAM_VERSION);
+	if ((str = spec_run_string(r, SPEC_K_PROG_COMMAND)) != NULL)
+		cmd = json_string(str);
+	else {
+		list = spec_run_list(r, SPEC_K_PROG_COMMAND, &n);
+		cmd = string_array(list, n);
+	}
+	json_object_set_new(o, PJ_COMMAND, cmd);
+	json_object_set_new(o, PJ_LAUNCH,
+	    json_string(spec_run_string(r, SPEC_K_PROG_LAUNCH)));
+	json_object_set_new(o, PJ_WORKDIR, json_string(workdir));
+	json_object_set_new(o, PJ_ENV, pairs_object(r, SPEC_K_PROG_ENV));
+	json_object_set_new(o, PJ_VARS, pairs_object(r, SPEC_K_PROG_VARS));
+	json_object_set_new(o, PJ_SIGNAL,
+	    json_string(spec_run_string(r, SPEC_K_PROG_SIGNAL)));
+	set_int(o, PJ_CHECKPOINT_EVERY, spec_run_int(r,
+	    SPEC_K_PROG_CHECKPOINT_EVERY));
+	set_int(o, PJ_KEEP_CHECKPOINTS, spec_run_int(r,
+	    SPEC_K_PROG_KEEP_CHECKPOINTS));
+	if ((str = spec_run_string(r, SPEC_K_PROG_METRICS_REGEX)) != NULL) {
+		json_object_set_new(o, PJ_METRICS_REGEX, json_string(str));
+		want++;
+	}
+	list = spec_run_list(r, SPEC_K_PROG_SETUP, &n);
+	json_object_set_new(o, PJ_SETUP, string_array(list, n));
+	json_object_set_new(o, PJ_EXPERIMENT,
+	    json_string(spec_get_string(s, SPEC_K_NAME)));
+	json_object_set_new(o, PJ_RUN_ID, json_string(spec_run_id(r)));
+	json_object_set_new(o, PJ_CONFIG_ID,
+	    json_string(spec_run_config_id(r)));
+	/* a member whose value was not UTF-8 (a NULL) is left out */
+	if (json_object_size(o) != want) {
+		rc = cadre_errf(err, errlen, CADRE_ERR_INVALID, "program.json: "
+		    "a value is not valid UTF-8 (program.workdir?)");
+		goto out;
+	}
+	if (workdir[0] != '/') {
+		rc = cadre_errf(err, errlen, CADRE_ERR_INVALID, "program.json: "
+		    "program.workdir %s is not absolute", workdir);
+		goto out;
+	}
+	rc = write_json(path, o, err, errlen);
+out:
+	free(workdir);
+	json_decref(o);
+	return rc;
+}
+
+int
+jobscript_write_run_json(const struct spec *s, const struct spec_run *r,
+    const char *run_dir, char *err, size_t errlen)
+{
+	char	*path;
+	int	 rc;
+
+	xasprintf(&path, "%s/%s", run_dir, spec_is_program(s) ?
+	    RUNDIR_PROGRAM : RUNDIR_TRAIN_JSON);
+	if (spec_is_program(s))
+		rc = jobscript_write_program_json(s, r, path, err, errlen);
+	else
+		rc = jobscript_write_train_json(s, r, run_dir, path, err,
+		    errlen);
+	free(path);
 	return rc;
 }

@@ -12,9 +12,12 @@
  * Templates hold @NAME@ placeholders (NAME in [A-Z_]): @DIRECTIVES@ and
  * @ENV@ alone on a line become lines; @WRAP@ becomes zero or more quoted
  * words, as does @STAGE@ (`--stage SRC:DST` for launch, or nothing);
- * @EVAL_DATA@ and @EVAL_AT@ ("1200,2400") are one word, empty when unset;
- * any
- * other known NAME becomes one quoted word (@SELF_SIGNAL@: yes
+ * @PROGRAM@, what launch runs, is fixed text naming the script's own
+ * $trainer and $run_dir, no value: `-- "$trainer" train --config
+ * "$run_dir/train.json"` for a trainer spec, `--program
+ * "$run_dir/program.json"` for a program spec; @EVAL_DATA@ and @EVAL_AT@
+ * ("1200,2400") are one word, empty when unset (always for a program);
+ * any other known NAME becomes one quoted word (@SELF_SIGNAL@: yes
  * when the script must send itself SIGUSR1 signal_grace before the time
  * limit, as under PBS and slurmrestd). An unknown @NAME@
  * is an error, so a template cannot leave a value unrendered.
@@ -66,6 +69,10 @@ struct jobscript {
 	 * --run-dir` over the timed checkpoints (C9.4); eval_data NULL:
 	 * none. eval_at: decimal seconds. spec resolves a relative path. */
 	const struct spec	*spec;
+	/* a program spec: launch runs RUN_DIR/program.json, not the trainer */
+	int			 program;
+	const char		*experiment;	/* the spec's name */
+	const char		*config_id;
 	const char		*eval_data;
 	int64_t			 eval_batch;
 	char *const		*eval_at;
@@ -109,5 +116,19 @@ int jobscript_write(enum jobscript_kind kind, const char *templates_dir,
  */
 int jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
     const char *run_dir, const char *path, char *err, size_t errlen);
+
+/*
+ * Writes the program's launch for run r of program spec s to path
+ * (docs/daemon-backends.md): exactly the PJ_* members of common/rundir.h,
+ * the run's values (the matrix's included), workdir absolute; 0600,
+ * atomically. 0, or CADRE_ERR_INVALID / CADRE_ERR_SYSTEM with a message.
+ */
+int jobscript_write_program_json(const struct spec *s,
+    const struct spec_run *r, const char *path, char *err, size_t errlen);
+
+/* What run r's launch reads, into run_dir: program.json for a program
+ * spec, else train.json. As the two above. */
+int jobscript_write_run_json(const struct spec *s, const struct spec_run *r,
+    const char *run_dir, char *err, size_t errlen);
 
 #endif

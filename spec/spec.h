@@ -1,7 +1,8 @@
 /*
  * The experiment spec, language version 1 (docs/spec.md): a YAML file that
- * names an experiment, its scheduler, resources, container and trainer
- * settings, and a matrix of values to sweep. spec_parse() checks all of it
+ * names an experiment, its scheduler, resources, container, and what
+ * runs (cadre's trainer and its settings, or the user's own program), and
+ * a matrix of values to sweep. spec_parse() checks all of it
  * and reports every problem into a diagnostics list in one pass;
  * spec_expand() turns a valid spec into its runs.
  *
@@ -103,6 +104,17 @@ enum spec_key {
 	SPEC_K_LOG_EVERY,
 	SPEC_K_SEED,
 
+	SPEC_K_PROG_COMMAND,
+	SPEC_K_PROG_LAUNCH,
+	SPEC_K_PROG_WORKDIR,
+	SPEC_K_PROG_ENV,
+	SPEC_K_PROG_VARS,
+	SPEC_K_PROG_SIGNAL,
+	SPEC_K_PROG_CHECKPOINT_EVERY,
+	SPEC_K_PROG_KEEP_CHECKPOINTS,
+	SPEC_K_PROG_METRICS_REGEX,
+	SPEC_K_PROG_SETUP,
+
 	SPEC_K_MEASURE_SKIP_STEPS,
 
 	SPEC_K_CKPT_EVAL_DATA,
@@ -148,7 +160,12 @@ enum spec_type {
 	SPEC_T_MATRIX,		/* dotted key -> list of values */
 	SPEC_T_EXCLUDE,		/* list of {dotted key: value} */
 	SPEC_T_INCLUDE,		/* list of {dotted key: value} */
-	SPEC_T_ASSIGN		/* {dotted key: value} (report.baseline) */
+	SPEC_T_ASSIGN,		/* {dotted key: value} (report.baseline) */
+	SPEC_T_COMMAND,		/* a list of words, or a string for sh -c */
+	SPEC_T_TEXTS,		/* list of non-empty SPEC_T_TEXT */
+	SPEC_T_VARS,		/* mapping of names to values, kept as text */
+	SPEC_T_ENVS,		/* mapping of variable names to values, as text */
+	SPEC_T_REGEX		/* PCRE2 pattern with named groups (metrics) */
 };
 
 #define SPEC_F_REQUIRED		0x01	/* must be given (model dims: when model is a mapping) */
@@ -156,6 +173,8 @@ enum spec_type {
 #define SPEC_F_NOID		0x04	/* does not change what a run does: not in run ids */
 #define SPEC_F_MIN_OPEN		0x08	/* SPEC_T_FLOAT: fmin itself is excluded */
 #define SPEC_F_MAX_OPEN		0x10	/* SPEC_T_FLOAT: fmax itself is excluded */
+#define SPEC_F_MATRIX_NAMES	0x20	/* SPEC_T_VARS: each entry may vary under
+					 * matrix and include, as KEY.NAME */
 
 struct spec_key_info {
 	const char		*path;		/* dotted: "trainer.batch_size" */
@@ -226,6 +245,14 @@ size_t spec_nconfigs(const struct spec *s);
  * keys set only by include entries. */
 size_t spec_nvaried(const struct spec *s);
 enum spec_key spec_varied(const struct spec *s, size_t i);
+/* The names of program.vars that vary (matrix order, then those that
+ * only include entries set): under the one varied key SPEC_K_PROG_VARS,
+ * whose value spec_run_format() writes as "NAME=VALUE, ...". */
+size_t spec_nvaried_vars(const struct spec *s);
+const char *spec_varied_var(const struct spec *s, size_t i);
+/* Whether the spec runs the user's own program (a program section, with
+ * program.json) rather than cadre's trainer (a trainer section). */
+int spec_is_program(const struct spec *s);
 /* report.baseline: whether the spec names a baseline, and whether
  * configuration config (0-based, as spec_run_config()) has every value it
  * names. */
@@ -236,8 +263,11 @@ int spec_baseline_matches(const struct spec *s, size_t config);
  * Values outside any run (the base every configuration starts from). The
  * typed getters abort on a key of another type: ints take SPEC_T_INT,
  * DURATION (seconds) and SIZE (bytes); doubles take FLOAT and INT; strings
- * take TEXT, NAME, ENUM, PATH, WORD, ENV, URL and MODEL ("custom" for a
- * mapping); lists take WORDS, PATHS, ENUMS and DURATIONS (decimal seconds). Unset strings are NULL.
+ * take TEXT, NAME, ENUM, PATH, WORD, ENV, URL, REGEX and MODEL ("custom"
+ * for a mapping); lists take WORDS, PATHS, ENUMS, DURATIONS (decimal
+ * seconds) and TEXTS; pairs take VARS and ENVS. A COMMAND is a string in
+ * its sh -c form (NULL as words) and a list as words (empty as a string).
+ * Unset strings are NULL.
  */
 int spec_is_set(const struct spec *s, enum spec_key k);
 int64_t spec_get_int(const struct spec *s, enum spec_key k);
@@ -269,6 +299,12 @@ int spec_run_bool(const struct spec_run *r, enum spec_key k);
 const char *spec_run_string(const struct spec_run *r, enum spec_key k);
 char *const *spec_run_list(const struct spec_run *r, enum spec_key k,
     size_t *n);
+/* program.env and program.vars (the run's values, the matrix's included):
+ * *n pairs, pairs[2i] a name and pairs[2i+1] its value, sorted by name. */
+char *const *spec_run_pairs(const struct spec_run *r, enum spec_key k,
+    size_t *n);
+/* One of the run's program.vars, or NULL. */
+const char *spec_run_var(const struct spec_run *r, const char *name);
 /* The value as a spec would write it ("1h", "64GiB", "bf16", "0.0001");
  * "" when unset. Caller frees. */
 char *spec_run_format(const struct spec_run *r, enum spec_key k);

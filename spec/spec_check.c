@@ -212,6 +212,10 @@ check_pair(struct spec_cx *cx, const char *prefix, const struct ynode *key,
 
 	if (prefix == NULL && strncmp(key->str, "x-", 2) == 0)
 		return;	/* extension keys: a place for anchors */
+	if (prefix == NULL && strcmp(key->str, "trainer") == 0)
+		cx->trainer_key = key;
+	if (prefix == NULL && strcmp(key->str, "program") == 0)
+		cx->program_key = key;
 	if (prefix != NULL)
 		xasprintf(&path, "%s.%s", prefix, key->str);
 	else
@@ -262,6 +266,10 @@ check_pair(struct spec_cx *cx, const char *prefix, const struct ynode *key,
 		default:
 			if (k == SPEC_K_VERSION)
 				break;	/* checked first */
+			if (k == SPEC_K_PROG_COMMAND)
+				cx->command = val;
+			if (k == SPEC_K_PROG_SETUP)
+				cx->setup = val;
 			spec_value_free(&s->v[k]);
 			spec_value_parse(cx, k, val, &s->v[k]);
 			break;
@@ -293,6 +301,79 @@ check_map(struct spec_cx *cx, const char *prefix, const struct ynode *key,
 		check_pair(cx, prefix, YMAP_KEY(map, i), YMAP_VAL(map, i));
 }
 
+/* ------------------------------------------------------------ trainer or program */
+
+static int
+under(const char *path, const char *section)
+{
+	size_t	n = strlen(section);
+
+	return strncmp(path, section, n) == 0 && path[n] == '.';
+}
+
+static int
+foreign_at(struct spec_cx *cx, const char *where, enum spec_key k,
+    uint32_t line, uint32_t col)
+{
+	const char	*path = spec_key_info(k)->path, *hint;
+
+	if ((cx->trainer_key == NULL) == (cx->program_key == NULL))
+		return 0;	/* neither or both: reported as such */
+	if (cx->program_key != NULL && (under(path, "trainer") ||
+	    under(path, "eval") || k == SPEC_K_STAGE_TO)) {
+		hint = k == SPEC_K_STAGE_TO ? "; copy data to the nodes in "
+		    "program.setup" : under(path, "eval") ? "; a program "
+		    "evaluates its checkpoints itself" : "; vary "
+		    "program.vars.NAME instead";
+		diag_error(cx->d, cx->file, line, col, "%s%s%s is for cadre's "
+		    "trainer, and this spec runs a program (it has a program "
+		    "section)%s", where != NULL ? where : "",
+		    where != NULL ? ": " : "", path, hint);
+		return 1;
+	}
+	if (cx->trainer_key != NULL && under(path, "program")) {
+		diag_error(cx->d, cx->file, line, col, "%s%s%s is for a program, "
+		    "and this spec runs cadre's trainer (it has a trainer "
+		    "section)", where != NULL ? where : "",
+		    where != NULL ? ": " : "", path);
+		return 1;
+	}
+	return 0;
+}
+
+int
+spec_key_foreign(struct spec_cx *cx, const char *where, enum spec_key k,
+    const struct ynode *n)
+{
+	return foreign_at(cx, where, k, n->line, n->col);
+}
+
+/* A spec runs the trainer or a program: one of the two sections. */
+static void
+check_kind(struct spec_cx *cx, const struct ynode *root)
+{
+	struct spec	*s = cx->s;
+	int		 k;
+
+	if (cx->trainer_key == NULL && cx->program_key == NULL)
+		diag_error(cx->d, cx->file, root->line, root->col, "the spec "
+		    "runs nothing: add a trainer section (cadre's trainer, "
+		    "with trainer.data) or a program section (your own "
+		    "program, with program.command)");
+	else if (cx->trainer_key != NULL && cx->program_key != NULL)
+		diag_error(cx->d, cx->file, cx->program_key->line,
+		    cx->program_key->col, "program: a spec has a trainer "
+		    "section (line %u) or a program section, not both; remove "
+		    "one", (unsigned)cx->trainer_key->line);
+	s->program = cx->program_key != NULL;
+	/* The trainer's keys outside its section, given to a program. */
+	for (k = 0; k < SPEC_KEY_COUNT; k++) {
+		if (s->v[k].line != 0 && (k == SPEC_K_STAGE_TO ||
+		    under(spec_key_info(k)->path, "eval")))
+			foreign_at(cx, NULL, k, s->v[k].line, s->v[k].col);
+	}
+}
+
 static void
 check_required(struct spec_cx *cx)
 {
@@ -306,6 +387,13 @@ check_required(struct spec_cx *cx)
 		if (!(ki->flags & SPEC_F_REQUIRED) || s->v[k].set ||
 		    s->v[k].bad)
 			continue;
+		/* A section's keys are required when it is the only one. */
+		if (under(ki->path, "trainer") && (cx->trainer_key == NULL ||
+		    cx->program_key != NULL))
+			continue;
+		if (under(ki->path, "program") && (cx->program_key == NULL ||
+		    cx->trainer_key != NULL))
+			continue;
 		hint = "";
 		if (k == SPEC_K_VERSION)
 			hint = " (add 'version: 1' at the top)";
@@ -314,6 +402,9 @@ check_required(struct spec_cx *cx)
 			    "bert-scaling')";
 		else if (k == SPEC_K_DATA)
 			hint = " (the directory of training shards)";
+		else if (k == SPEC_K_PROG_COMMAND)
+			hint = " (the program and its arguments, e.g. "
+			    "[python3, train.py])";
 		else if (k >= SPEC_K_MODEL_LAYERS &&
 		    k <= SPEC_K_MODEL_MAX_POSITION) {
 			if (!s->custom_model)
@@ -330,5 +421,6 @@ void
 spec_check_tree(struct spec_cx *cx, const struct ynode *root)
 {
 	check_map(cx, NULL, NULL, root);
+	check_kind(cx, root);
 	check_required(cx);
 }

@@ -154,6 +154,26 @@ spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 			    "scheduler.time_limit (%s)", a, b);
 		}
 	}
+	if (all_good(s, cfg, ranks, NKEYS(ranks))) {
+		x = spec_cfg_int(s, cfg, SPEC_K_RES_RANKS_PER_NODE);
+		y = spec_cfg_int(s, cfg, SPEC_K_RES_GPUS_PER_NODE);
+		if (x != 0 && y != 0 && x != y)
+			cfg_error(cx, cfg, ranks, NKEYS(ranks),
+			    "resources.ranks_per_node (%" PRId64 ") must equal "
+			    "resources.gpus_per_node (%" PRId64 "); each rank "
+			    "drives one GPU, which 0 chooses", x, y);
+	}
+	if (all_good(s, cfg, launch, NKEYS(launch))) {
+		str = spec_cfg_string(s, cfg, SPEC_K_SCHED_BACKEND);
+		if (strcmp(spec_cfg_string(s, cfg, SPEC_K_LAUNCHER), "srun") ==
+		    0 && strcmp(str, "slurm") != 0 &&
+		    strcmp(str, "slurm-rest") != 0)
+			cfg_error(cx, cfg, launch, NKEYS(launch),
+			    "launcher srun needs a Slurm backend, but "
+			    "scheduler.backend is %s; use mpirun", str);
+	}
+	if (s->program)
+		return;	/* the rest are the trainer's */
 	if (all_good(s, cfg, skip, NKEYS(skip))) {
 		x = spec_cfg_int(s, cfg, SPEC_K_MEASURE_SKIP_STEPS);
 		y = spec_cfg_int(s, cfg, SPEC_K_STEPS);
@@ -180,15 +200,6 @@ spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 			    "(%" PRId64 ") is longer than the model's "
 			    "max_position (%" PRId64 ")", x, m.max_position);
 	}
-	if (all_good(s, cfg, ranks, NKEYS(ranks))) {
-		x = spec_cfg_int(s, cfg, SPEC_K_RES_RANKS_PER_NODE);
-		y = spec_cfg_int(s, cfg, SPEC_K_RES_GPUS_PER_NODE);
-		if (x != 0 && y != 0 && x != y)
-			cfg_error(cx, cfg, ranks, NKEYS(ranks),
-			    "resources.ranks_per_node (%" PRId64 ") must equal "
-			    "resources.gpus_per_node (%" PRId64 "); each rank "
-			    "drives one GPU, which 0 chooses", x, y);
-	}
 	if (all_good(s, cfg, prec, NKEYS(prec))) {
 		str = spec_cfg_string(s, cfg, SPEC_K_PRECISION);
 		y = spec_cfg_int(s, cfg, SPEC_K_RES_GPUS_PER_NODE);
@@ -197,15 +208,6 @@ spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 			    "trainer.precision %s needs GPUs, but "
 			    "resources.gpus_per_node is 0; CPU runs train in "
 			    "fp32", str);
-	}
-	if (all_good(s, cfg, launch, NKEYS(launch))) {
-		str = spec_cfg_string(s, cfg, SPEC_K_SCHED_BACKEND);
-		if (strcmp(spec_cfg_string(s, cfg, SPEC_K_LAUNCHER), "srun") ==
-		    0 && strcmp(str, "slurm") != 0 &&
-		    strcmp(str, "slurm-rest") != 0)
-			cfg_error(cx, cfg, launch, NKEYS(launch),
-			    "launcher srun needs a Slurm backend, but "
-			    "scheduler.backend is %s; use mpirun", str);
 	}
 	/* A checkpoint is "at T" when T is one of its timed marks, the
 	 * multiples of checkpoint_every: another T would never match. */

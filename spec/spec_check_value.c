@@ -14,6 +14,7 @@
 #include "duration.h"
 #include "error.h"
 #include "log.h"
+#include "rundir.h"
 #include "size.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -26,6 +27,12 @@ looks_numeric(const char *s)
 	int	rc = str_to_double(s, &f);
 
 	return rc == 0 || rc == CADRE_ERR_RANGE;
+}
+
+static int
+is_blank(const char *s)
+{
+	return s[strspn(s, " \t\n\r")] == '\0';
 }
 
 /* What a node is, for "got ...": 0, 'abc', a list, an empty value. */
@@ -67,6 +74,30 @@ add_values(struct cbuf *b, const char *const *values)
 		cbuf_addf(b, "%s%s", i > 0 ? ", " : "", values[i]);
 }
 
+/* What a key of each type takes, for "expected ...", where that does not
+ * depend on the key's range or values. */
+static const char *const expected_text[] = {
+	[SPEC_T_BOOL] = "true or false",
+	[SPEC_T_TEXT] = "text",
+	[SPEC_T_NAME] = "a name of 1 to 64 letters, digits, '.', '_' or '-'",
+	[SPEC_T_DURATION] = "a duration such as 90s, 20m, 1h30m or 01:30:00",
+	[SPEC_T_SIZE] = "a size such as 512M, 64G or 2GiB",
+	[SPEC_T_PATH] = "a path",
+	[SPEC_T_WORD] = "a word",
+	[SPEC_T_ENV] = "an environment variable name",
+	[SPEC_T_URL] = "an http://, https:// or unix:/// URL",
+	[SPEC_T_WORDS] = "a list of words, e.g. [\"--exclusive\"]",
+	[SPEC_T_PATHS] = "a list of paths, e.g. [/scratch]",
+	[SPEC_T_DURATIONS] = "a list of durations, e.g. [20m, 40m]",
+	[SPEC_T_COMMAND] = "a list of words such as [python3, train.py], or a "
+	    "string for sh -c",
+	[SPEC_T_TEXTS] = "a list of strings, e.g. [\"pip install -e .\"]",
+	[SPEC_T_VARS] = "a mapping of names to values, e.g. {batch: 32}",
+	[SPEC_T_ENVS] = "a mapping of variable names to values, e.g. "
+	    "{OMP_NUM_THREADS: 4}",
+	[SPEC_T_REGEX] = "a PCRE2 pattern with named groups",
+};
+
 /* What a key takes, for "expected ...". */
 static char *
 expected(const struct spec_key_info *ki)
@@ -95,58 +126,21 @@ expected(const struct spec_key_info *ki)
 		cbuf_adds(&b, hi_open ? " and less than " : " and at most ");
 		add_float(&b, ki->fmax);
 		break;
-	case SPEC_T_BOOL:
-		cbuf_adds(&b, "true or false");
-		break;
-	case SPEC_T_TEXT:
-		cbuf_adds(&b, "text");
-		break;
-	case SPEC_T_NAME:
-		cbuf_adds(&b, "a name of 1 to 64 letters, digits, '.', '_' or "
-		    "'-'");
-		break;
 	case SPEC_T_ENUM:
-		cbuf_adds(&b, "one of ");
-		add_values(&b, ki->values);
-		break;
 	case SPEC_T_MODEL:
 		cbuf_adds(&b, "one of ");
 		add_values(&b, ki->values);
-		cbuf_adds(&b, ", or a mapping of dimensions");
-		break;
-	case SPEC_T_DURATION:
-		cbuf_adds(&b, "a duration such as 90s, 20m, 1h30m or 01:30:00");
-		break;
-	case SPEC_T_SIZE:
-		cbuf_adds(&b, "a size such as 512M, 64G or 2GiB");
-		break;
-	case SPEC_T_PATH:
-		cbuf_adds(&b, "a path");
-		break;
-	case SPEC_T_WORD:
-		cbuf_adds(&b, "a word");
-		break;
-	case SPEC_T_ENV:
-		cbuf_adds(&b, "an environment variable name");
-		break;
-	case SPEC_T_URL:
-		cbuf_adds(&b, "an http://, https:// or unix:/// URL");
-		break;
-	case SPEC_T_WORDS:
-		cbuf_adds(&b, "a list of words, e.g. [\"--exclusive\"]");
-		break;
-	case SPEC_T_PATHS:
-		cbuf_adds(&b, "a list of paths, e.g. [/scratch]");
-		break;
-	case SPEC_T_DURATIONS:
-		cbuf_adds(&b, "a list of durations, e.g. [20m, 40m]");
+		if (ki->type == SPEC_T_MODEL)
+			cbuf_adds(&b, ", or a mapping of dimensions");
 		break;
 	case SPEC_T_ENUMS:
 		cbuf_adds(&b, "a list of values from ");
 		add_values(&b, ki->values);
 		break;
 	default:
-		cbuf_adds(&b, "a value");
+		cbuf_adds(&b, (size_t)ki->type < sizeof expected_text /
+		    sizeof expected_text[0] && expected_text[ki->type] != NULL ?
+		    expected_text[ki->type] : "a value");
 		break;
 	}
 	return cbuf_detach(&b, NULL);
@@ -162,6 +156,24 @@ type_error(struct spec_cx *cx, const struct spec_key_info *ki,
 	    extra != NULL ? extra : "");
 	free(exp);
 	free(got);
+}
+
+/* n is a node of kind with at most ki->max children (what they are:
+ * "items"): 0, or CADRE_ERR_INVALID after an error. */
+static int
+check_collection(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n, enum ynode_kind kind, const char *what)
+{
+	if (n->kind != kind) {
+		type_error(cx, ki, n, NULL);
+		return CADRE_ERR_INVALID;
+	}
+	if ((int64_t)n->n > ki->max) {
+		spec_node_error(cx, n, "%s: at most %" PRId64 " %s, got %zu",
+		    ki->path, ki->max, what, n->n);
+		return CADRE_ERR_INVALID;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------ scalars */
@@ -426,6 +438,10 @@ parse_scalar(struct spec_cx *cx, const struct spec_key_info *ki,
 		if (parse_enum(cx, ki, n, &out->i) != 0)
 			return CADRE_ERR_INVALID;
 		break;
+	case SPEC_T_REGEX:
+		if (spec_regex_check(cx, ki, n) != 0)
+			return CADRE_ERR_INVALID;
+		break;
 	case SPEC_T_TEXT:
 		if ((int64_t)n->len > ki->max) {
 			spec_node_error(cx, n, "%s: text is limited to %" PRId64
@@ -477,22 +493,18 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 	int			 rc = 0;
 	char			*shown;
 
-	if (n->kind != YNODE_SEQ) {
-		type_error(cx, ki, n, NULL);
+	if (check_collection(cx, ki, n, YNODE_SEQ, "items") != 0)
 		return CADRE_ERR_INVALID;
-	}
-	if ((int64_t)n->n > ki->max) {
-		spec_node_error(cx, n, "%s: at most %" PRId64 " items, got %zu",
-		    ki->path, ki->max, n->n);
-		return CADRE_ERR_INVALID;
-	}
 	item.type = ki->type == SPEC_T_WORDS ? SPEC_T_WORD :
 	    ki->type == SPEC_T_PATHS ? SPEC_T_PATH :
-	    ki->type == SPEC_T_DURATIONS ? SPEC_T_DURATION : SPEC_T_ENUM;
+	    ki->type == SPEC_T_DURATIONS ? SPEC_T_DURATION :
+	    ki->type == SPEC_T_TEXTS ? SPEC_T_TEXT : SPEC_T_ENUM;
 	if (ki->type == SPEC_T_DURATIONS) {
 		item.min = 1;
 		item.max = 365 * 24 * 3600;
 	}
+	if (ki->type == SPEC_T_TEXTS)
+		item.max = SPEC_MAX_TEXT;
 	out->list = xcalloc(n->n + 1, sizeof *out->list);
 	for (i = 0; i < n->n; i++) {
 		struct spec_value	v;
@@ -500,6 +512,13 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 		it = n->items[i];
 		memset(&v, 0, sizeof v);
 		if (parse_scalar(cx, &item, it, &v) != 0) {
+			rc = CADRE_ERR_INVALID;
+			continue;
+		}
+		if (ki->type == SPEC_T_TEXTS && is_blank(v.s)) {
+			spec_node_error(cx, it, "%s: an empty string; remove "
+			    "it, or write the command", ki->path);
+			free(v.s);
 			rc = CADRE_ERR_INVALID;
 			continue;
 		}
@@ -529,6 +548,176 @@ parse_list(struct spec_cx *cx, const struct spec_key_info *ki,
 	return rc;
 }
 
+/* ------------------------------------------------------------ programs */
+
+static int
+text_bound(struct spec_cx *cx, const char *path, const struct ynode *n)
+{
+	if (n->len <= SPEC_MAX_TEXT)
+		return 0;
+	spec_node_error(cx, n, "%s: text is limited to %d bytes, got %zu",
+	    path, SPEC_MAX_TEXT, n->len);
+	return CADRE_ERR_INVALID;
+}
+
+/* A word list, or one string for sh -c. */
+static int
+parse_command(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n, struct spec_value *out)
+{
+	const struct ynode	*it;
+	char			*got;
+	size_t			 i;
+	int			 rc = 0;
+
+	if (n->kind == YNODE_SCALAR && !ynode_is_null(n)) {
+		if (is_blank(n->str)) {
+			spec_node_error(cx, n, "%s: the command is empty; write "
+			    "the program and its arguments, e.g. [python3, "
+			    "train.py]", ki->path);
+			return CADRE_ERR_INVALID;
+		}
+		if (text_bound(cx, ki->path, n) != 0)
+			return CADRE_ERR_INVALID;
+		out->s = xstrdup(n->str);
+		return 0;
+	}
+	if (check_collection(cx, ki, n, YNODE_SEQ, "words") != 0)
+		return CADRE_ERR_INVALID;
+	if (n->n == 0) {
+		spec_node_error(cx, n, "%s: the list is empty; write the program "
+		    "and its arguments, e.g. [python3, train.py]", ki->path);
+		return CADRE_ERR_INVALID;
+	}
+	out->list = xcalloc(n->n + 1, sizeof *out->list);
+	for (i = 0; i < n->n; i++) {
+		it = n->items[i];
+		if (it->kind != YNODE_SCALAR || ynode_is_null(it)) {
+			got = spec_describe(it);
+			spec_node_error(cx, it, "%s: expected a word (text), got "
+			    "%s", ki->path, got);
+			free(got);
+			rc = CADRE_ERR_INVALID;
+			continue;
+		}
+		if (text_bound(cx, ki->path, it) != 0) {
+			rc = CADRE_ERR_INVALID;
+			continue;
+		}
+		if (i == 0 && is_blank(it->str)) {
+			spec_node_error(cx, it, "%s: the first word, the program, "
+			    "is empty", ki->path);
+			rc = CADRE_ERR_INVALID;
+			continue;
+		}
+		out->list[out->n++] = xstrdup(it->str);
+	}
+	return rc;
+}
+
+int
+spec_var_name_check(struct spec_cx *cx, const struct ynode *at,
+    const char *where, const char *name)
+{
+	char	*shown;
+
+	if (!is_env_name(name, strlen(name)) || strlen(name) > 64) {
+		shown = spec_show(name, strlen(name));
+		spec_node_error(cx, at, "%s: '%s' is not a var name (1 to 64 "
+		    "letters, digits and '_', not starting with a digit)",
+		    where, shown);
+		free(shown);
+		return CADRE_ERR_INVALID;
+	}
+	if (rundir_placeholder_env(name) != NULL) {
+		spec_node_error(cx, at, "%s: %s is a built-in {%s}, set by cadre; "
+		    "name the var otherwise", where, name, name);
+		return CADRE_ERR_INVALID;
+	}
+	return 0;
+}
+
+int
+spec_var_parse(struct spec_cx *cx, const char *path, const struct ynode *n,
+    struct spec_value *out)
+{
+	char	*got;
+
+	memset(out, 0, sizeof *out);
+	out->line = n->line;
+	out->col = n->col;
+	if (n->kind != YNODE_SCALAR || ynode_is_null(n)) {
+		got = spec_describe(n);
+		spec_node_error(cx, n, "%s: expected a value (text, a number or "
+		    "true/false), got %s", path, got);
+		free(got);
+		out->bad = 1;
+		return CADRE_ERR_INVALID;
+	}
+	if (text_bound(cx, path, n) != 0) {
+		out->bad = 1;
+		return CADRE_ERR_INVALID;
+	}
+	out->s = xstrdup(n->str);
+	out->set = 1;
+	return 0;
+}
+
+/* program.env: variable names, none of cadre's own. */
+static int
+env_pair_name(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *key)
+{
+	char	*shown;
+
+	if (!is_env_name(key->str, key->len)) {
+		shown = spec_show(key->str, key->len);
+		spec_node_error(cx, key, "%s: '%s' is not a variable name "
+		    "(letters, digits and '_', not starting with a digit)",
+		    ki->path, shown);
+		free(shown);
+		return CADRE_ERR_INVALID;
+	}
+	if (strncmp(key->str, "CADRE_", 6) == 0) {
+		spec_node_error(cx, key, "%s: %s: CADRE_* variables are cadre's "
+		    "own (the program gets %s, %s, ...); use another name",
+		    ki->path, key->str, ENV_RUN_DIR, ENV_CHECKPOINT_DIR);
+		return CADRE_ERR_INVALID;
+	}
+	return 0;
+}
+
+/* program.vars and program.env: NAME: scalar, kept as text. */
+static int
+parse_pairs(struct spec_cx *cx, const struct spec_key_info *ki,
+    const struct ynode *n, struct spec_value *out)
+{
+	const struct ynode	*key;
+	struct spec_value	 one;
+	char			*path;
+	size_t			 i;
+	int			 rc = 0;
+
+	if (check_collection(cx, ki, n, YNODE_MAP, "entries") != 0)
+		return CADRE_ERR_INVALID;
+	for (i = 0; i < n->n; i++) {
+		key = YMAP_KEY(n, i);
+		if ((ki->type == SPEC_T_ENVS ? env_pair_name(cx, ki, key) :
+		    spec_var_name_check(cx, key, ki->path, key->str)) != 0) {
+			rc = CADRE_ERR_INVALID;
+			continue;
+		}
+		xasprintf(&path, "%s.%s", ki->path, key->str);
+		if (spec_var_parse(cx, path, YMAP_VAL(n, i), &one) == 0)
+			spec_pairs_set(out, key->str, one.s);
+		else
+			rc = CADRE_ERR_INVALID;
+		spec_value_free(&one);
+		free(path);
+	}
+	return rc;
+}
+
 int
 spec_value_parse(struct spec_cx *cx, enum spec_key k, const struct ynode *n,
     struct spec_value *out)
@@ -547,9 +736,12 @@ spec_value_parse(struct spec_cx *cx, enum spec_key k, const struct ynode *n,
 		    "got %s", SPEC_VERSION, got);
 		free(got);
 		rc = CADRE_ERR_INVALID;
-	} else if (ki->type == SPEC_T_WORDS || ki->type == SPEC_T_PATHS ||
-	    ki->type == SPEC_T_ENUMS || ki->type == SPEC_T_DURATIONS)
+	} else if (spec_type_is_list(ki->type))
 		rc = parse_list(cx, ki, n, out);
+	else if (ki->type == SPEC_T_COMMAND)
+		rc = parse_command(cx, ki, n, out);
+	else if (spec_type_is_pairs(ki->type))
+		rc = parse_pairs(cx, ki, n, out);
 	else
 		rc = parse_scalar(cx, ki, n, out);
 	if (rc != 0) {

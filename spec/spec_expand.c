@@ -88,6 +88,74 @@ add_varied(struct spec *s, enum spec_key k)
 	s->varied[s->nvaried++] = k;
 }
 
+/* One of program.vars varies: the key program.vars does, and the name
+ * is listed once. */
+static void
+add_varied_var(struct spec *s, const char *name)
+{
+	size_t	i;
+
+	add_varied(s, SPEC_K_PROG_VARS);
+	for (i = 0; i < s->nvaried_vars; i++) {
+		if (strcmp(s->varied_vars[i], name) == 0)
+			return;
+	}
+	s->varied_vars = xreallocarray(s->varied_vars, s->nvaried_vars + 1,
+	    sizeof *s->varied_vars);
+	s->varied_vars[s->nvaried_vars++] = xstrdup(name);
+}
+
+static void
+add_varied_assign(struct spec *s, enum spec_key k, const char *var)
+{
+	if (var != NULL)
+		add_varied_var(s, var);
+	else
+		add_varied(s, k);
+}
+
+static int
+var_varies(const struct spec *s, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nvaried_vars; i++) {
+		if (strcmp(s->varied_vars[i], name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Gives configuration cfg value v of key k, or of the var named var: into
+ * cfg's own copy of program.vars. */
+static void
+cfg_set(const struct spec *s, struct spec_config *cfg, enum spec_key k,
+    const char *var, const struct spec_value *v)
+{
+	if (var == NULL) {
+		cfg->v[s->varied_index[k]] = v;
+		return;
+	}
+	if (!cfg->vars.set) {
+		spec_value_copy(&cfg->vars, &s->v[SPEC_K_PROG_VARS]);
+		cfg->vars.set = 1;
+	}
+	spec_pairs_set(&cfg->vars, var, v->s);
+	cfg->v[s->varied_index[k]] = &cfg->vars;
+}
+
+/* "program.vars.NAME" or the key's path. Caller frees. */
+static char *
+assign_path(const struct spec_assign *a)
+{
+	char	*p;
+
+	if (a->var == NULL)
+		return xstrdup(spec_key_info(a->key)->path);
+	xasprintf(&p, "%s.%s", spec_key_info(a->key)->path, a->var);
+	return p;
+}
+
 struct xentry {
 	uint32_t	mask;	/* dims the entry fixes */
 	uint64_t	base;	/* its config index with the others at 0 */
@@ -187,10 +255,16 @@ static int
 baseline_matches(const struct spec *s, const struct spec_config *cfg)
 {
 	const struct spec_entry	*e = &s->baseline;
+	const char		*t;
 	size_t			 i;
 
 	for (i = 0; i < e->n; i++) {
-		if (!spec_value_equal(e->a[i].key, &e->a[i].val,
+		if (e->a[i].var != NULL) {
+			t = spec_pairs_get(spec_cfg_value(s, cfg,
+			    SPEC_K_PROG_VARS), e->a[i].var);
+			if (t == NULL || strcmp(t, e->a[i].val.s) != 0)
+				return 0;
+		} else if (!spec_value_equal(e->a[i].key, &e->a[i].val,
 		    spec_cfg_value(s, cfg, e->a[i].key)))
 			return 0;
 	}
@@ -205,29 +279,33 @@ spec_matrix_expand(struct spec_cx *cx)
 	struct spec_entry	*e;
 	struct digest_set	 ds;
 	uint64_t		 product, stride[SPEC_MAX_MATRIX_KEYS], c, rem;
+	const struct spec_assign *a;
 	unsigned char		*excluded;
-	char			**fixed;
+	char			**fixed, *path;
 	size_t			 i, j, idx, max;
-	int			 vi;
 
 	if (check_bound(cx, &product) != 0)
 		return;
 	for (i = 0; i < s->ndims; i++)
-		add_varied(s, s->dims[i].key);
+		add_varied_assign(s, s->dims[i].key, s->dims[i].var);
 	for (i = 0; i < s->nincludes; i++) {
 		for (j = 0; j < s->includes[i].n; j++)
-			add_varied(s, s->includes[i].a[j].key);
+			add_varied_assign(s, s->includes[i].a[j].key,
+			    s->includes[i].a[j].var);
 	}
 	if (s->has_baseline && !s->baseline.bad) {
 		for (j = 0; j < s->baseline.n; j++) {
-			if (s->varied_index[s->baseline.a[j].key] < 0) {
-				diag_error(cx->d, cx->file, cx->baseline_key->line,
-				    cx->baseline_key->col, "report.baseline: %s "
-				    "does not vary (it is under neither matrix "
-				    "nor include)",
-				    spec_key_info(s->baseline.a[j].key)->path);
-				s->baseline.bad = 1;
-			}
+			a = &s->baseline.a[j];
+			if (a->var != NULL ? var_varies(s, a->var) :
+			    s->varied_index[a->key] >= 0)
+				continue;
+			path = assign_path(a);
+			diag_error(cx->d, cx->file, cx->baseline_key->line,
+			    cx->baseline_key->col, "report.baseline: %s does "
+			    "not vary (it is under neither matrix nor include)",
+			    path);
+			free(path);
+			s->baseline.bad = 1;
 		}
 	}
 
@@ -249,8 +327,8 @@ spec_matrix_expand(struct spec_cx *cx)
 		for (i = 0; i < s->nvaried; i++)
 			cfg->v[i] = &s->v[s->varied[i]];
 		for (i = 0; i < s->ndims; i++)
-			cfg->v[i] = &s->dims[i].vals[(c / stride[i]) %
-			    s->dims[i].n];
+			cfg_set(s, cfg, s->dims[i].key, s->dims[i].var,
+			    &s->dims[i].vals[(c / stride[i]) % s->dims[i].n]);
 	}
 	free(excluded);
 	if (s->nconfigs == 0 && s->nincludes == 0) {
@@ -277,13 +355,12 @@ spec_matrix_expand(struct spec_cx *cx)
 		cfg->v = xcalloc(s->nvaried + 1, sizeof *cfg->v);
 		for (j = 0; j < s->nvaried; j++)
 			cfg->v[j] = &s->v[s->varied[j]];
-		for (j = 0; j < e->n; j++) {
-			vi = s->varied_index[e->a[j].key];
-			cfg->v[vi] = &e->a[j].val;
-		}
+		for (j = 0; j < e->n; j++)
+			cfg_set(s, cfg, e->a[j].key, e->a[j].var, &e->a[j].val);
 		spec_hash_config(s, fixed, cfg);
 		if (!digest_set_add(&ds, cfg->digest)) {
 			free(cfg->v);	/* already there: dropped */
+			spec_value_free(&cfg->vars);
 			memset(cfg, 0, sizeof *cfg);
 			continue;
 		}
@@ -306,11 +383,12 @@ spec_matrix_expand(struct spec_cx *cx)
 
 			cbuf_init(&b, SIZE_MAX);
 			for (j = 0; j < s->baseline.n; j++) {
-				t = spec_value_format(s->baseline.a[j].key,
-				    &s->baseline.a[j].val);
+				a = &s->baseline.a[j];
+				t = spec_value_format(a->key, &a->val);
+				path = assign_path(a);
 				cbuf_addf(&b, "%s%s=%s", j > 0 ? ", " : "",
-				    spec_key_info(s->baseline.a[j].key)->path,
-				    t);
+				    path, t);
+				free(path);
 				free(t);
 			}
 			msg = cbuf_detach(&b, NULL);
@@ -328,8 +406,10 @@ entry_free(struct spec_entry *e)
 {
 	size_t	i;
 
-	for (i = 0; i < e->n; i++)
+	for (i = 0; i < e->n; i++) {
 		spec_value_free(&e->a[i].val);
+		free(e->a[i].var);
+	}
 	free(e->a);
 	memset(e, 0, sizeof *e);
 }
@@ -343,6 +423,7 @@ spec_matrix_free(struct spec *s)
 		for (j = 0; j < s->dims[i].n; j++)
 			spec_value_free(&s->dims[i].vals[j]);
 		free(s->dims[i].vals);
+		free(s->dims[i].var);
 	}
 	free(s->dims);
 	for (i = 0; i < s->nexcludes; i++)
@@ -352,10 +433,15 @@ spec_matrix_free(struct spec *s)
 		entry_free(&s->includes[i]);
 	free(s->includes);
 	entry_free(&s->baseline);
-	for (i = 0; i < s->nconfigs; i++)
+	for (i = 0; i < s->nconfigs; i++) {
 		free(s->configs[i].v);
+		spec_value_free(&s->configs[i].vars);
+	}
 	free(s->configs);
 	free(s->varied);
+	for (i = 0; i < s->nvaried_vars; i++)
+		free(s->varied_vars[i]);
+	free(s->varied_vars);
 }
 
 int

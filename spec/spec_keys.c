@@ -43,6 +43,10 @@ static const char *const retry_reasons[] = { REASON_TIMEOUT,
 static const char *const keep_timed[] = { "all", "at", "none", NULL };
 static const char *const notify_events[] = { REASON_DONE, REASON_FAILED,
     "requeued", REASON_CANCELLED, NULL };
+static const char *const launches[] = { PROGRAM_LAUNCH_PER_RANK,
+    PROGRAM_LAUNCH_PER_NODE, PROGRAM_LAUNCH_ONCE, NULL };
+static const char *const signals[] = { "SIGUSR1", "SIGUSR2", "SIGTERM",
+    "SIGINT", "SIGHUP", NULL };
 
 /* Google's BERT miniatures and the two original sizes. */
 static const struct {
@@ -239,6 +243,37 @@ static const struct spec_key_info keys[SPEC_KEY_COUNT] = {
 	    .def = "42",
 	    .doc = "Random seed; every repeat of a configuration uses the same one." },
 
+	[SPEC_K_PROG_COMMAND] = { "program.command", SPEC_T_COMMAND, R,
+	    INT(1, SPEC_MAX_LIST),
+	    .doc = "Your own program instead of the trainer: a list of words (no shell), or a string run by sh -c; {name} is a value of the run, {{ and }} are braces." },
+	[SPEC_K_PROG_LAUNCH] = { "program.launch", SPEC_T_ENUM, M,
+	    .values = launches, .def = PROGRAM_LAUNCH_PER_RANK,
+	    .doc = "Copies started: one per rank, one per node (a launcher such as torchrun), or once on the head node." },
+	[SPEC_K_PROG_WORKDIR] = { "program.workdir", SPEC_T_PATH, 0,
+	    .def = ".",
+	    .doc = "Directory the program and setup start in; a relative path is relative to the spec's directory." },
+	[SPEC_K_PROG_ENV] = { "program.env", SPEC_T_ENVS, 0,
+	    INT(0, SPEC_MAX_LIST),
+	    .doc = "Environment of the program and setup, NAME: value; CADRE_* names are cadre's own." },
+	[SPEC_K_PROG_VARS] = { "program.vars", SPEC_T_VARS,
+	    SPEC_F_MATRIX_NAMES, INT(0, SPEC_MAX_LIST),
+	    .doc = "Values for {NAME} in command and setup, NAME: value; matrix and include vary them as program.vars.NAME." },
+	[SPEC_K_PROG_SIGNAL] = { "program.signal", SPEC_T_ENUM, 0,
+	    .values = signals, .def = "SIGUSR1",
+	    .doc = "The signal that asks the program to checkpoint now (timed, and before the time limit)." },
+	[SPEC_K_PROG_CHECKPOINT_EVERY] = { "program.checkpoint_every",
+	    SPEC_T_DURATION, 0, INT(0, 365 * DAY), .def = "0",
+	    .doc = "Ask for a checkpoint (program.signal) this often; 0: only before the time limit." },
+	[SPEC_K_PROG_KEEP_CHECKPOINTS] = { "program.keep_checkpoints",
+	    SPEC_T_INT, 0, INT(0, 10000), .def = "2",
+	    .doc = "Newest checkpoints kept in {checkpoint_dir}; older ones are deleted; 0: all are kept." },
+	[SPEC_K_PROG_METRICS_REGEX] = { "program.metrics.regex", SPEC_T_REGEX,
+	    0, INT(1, SPEC_MAX_TEXT),
+	    .doc = "Output lines that are metrics: a PCRE2 pattern with named groups, step required, and loss, samples_per_s, samples, elapsed_s, accuracy." },
+	[SPEC_K_PROG_SETUP] = { "program.setup", SPEC_T_TEXTS, 0,
+	    INT(0, SPEC_MAX_LIST),
+	    .doc = "Commands run by sh -c once on every node before the program, in order; {name} as in command." },
+
 	[SPEC_K_MEASURE_SKIP_STEPS] = { "measure.skip_steps", SPEC_T_INT, M,
 	    INT(0, 1000000000), .def = "100",
 	    .doc = "Warm-up steps left out of throughput figures." },
@@ -363,6 +398,15 @@ spec_type_name(enum spec_type t)
 		return "list of entries";
 	case SPEC_T_ASSIGN:
 		return "entry";
+	case SPEC_T_COMMAND:
+		return "command";
+	case SPEC_T_TEXTS:
+		return "list of strings";
+	case SPEC_T_VARS:
+	case SPEC_T_ENVS:
+		return "mapping";
+	case SPEC_T_REGEX:
+		return "regex";
 	}
 	return "?";
 }
@@ -418,14 +462,78 @@ is_string_type(enum spec_type t)
 {
 	return t == SPEC_T_TEXT || t == SPEC_T_NAME || t == SPEC_T_PATH ||
 	    t == SPEC_T_WORD || t == SPEC_T_ENV || t == SPEC_T_URL ||
-	    t == SPEC_T_ENUM || t == SPEC_T_MODEL;
+	    t == SPEC_T_ENUM || t == SPEC_T_MODEL || t == SPEC_T_REGEX;
 }
 
 int
 spec_type_is_list(enum spec_type t)
 {
 	return t == SPEC_T_WORDS || t == SPEC_T_PATHS || t == SPEC_T_ENUMS ||
-	    t == SPEC_T_DURATIONS;
+	    t == SPEC_T_DURATIONS || t == SPEC_T_TEXTS;
+}
+
+int
+spec_type_is_pairs(enum spec_type t)
+{
+	return t == SPEC_T_VARS || t == SPEC_T_ENVS;
+}
+
+/* Types whose values have a string, a list, or either (see spec_int.h). */
+static int
+is_either_type(enum spec_type t)
+{
+	return t == SPEC_T_COMMAND || spec_type_is_pairs(t);
+}
+
+const char *
+spec_pairs_get(const struct spec_value *v, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; v->list != NULL && i + 1 < v->n; i += 2) {
+		if (strcmp(v->list[i], name) == 0)
+			return v->list[i + 1];
+	}
+	return NULL;
+}
+
+void
+spec_pairs_set(struct spec_value *v, const char *name, const char *text)
+{
+	size_t	i, j;
+	int	c = 1;
+
+	for (i = 0; v->list != NULL && i + 1 < v->n; i += 2) {
+		if ((c = strcmp(v->list[i], name)) >= 0)
+			break;
+	}
+	if (c == 0) {
+		free(v->list[i + 1]);
+		v->list[i + 1] = xstrdup(text);
+		return;
+	}
+	v->list = xreallocarray(v->list, v->n + 3, sizeof *v->list);
+	for (j = v->n; j > i; j--)
+		v->list[j + 1] = v->list[j - 1];
+	v->list[i] = xstrdup(name);
+	v->list[i + 1] = xstrdup(text);
+	v->n += 2;
+	v->list[v->n] = NULL;
+	v->set = 1;
+}
+
+static int
+list_equal(const struct spec_value *a, const struct spec_value *b)
+{
+	size_t	i;
+
+	if (a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++) {
+		if (strcmp(a->list[i], b->list[i]) != 0)
+			return 0;
+	}
+	return 1;
 }
 
 int
@@ -433,7 +541,6 @@ spec_value_equal(enum spec_key k, const struct spec_value *a,
     const struct spec_value *b)
 {
 	enum spec_type	t = keys[k].type;
-	size_t		i;
 
 	if (a->set != b->set)
 		return 0;
@@ -441,14 +548,14 @@ spec_value_equal(enum spec_key k, const struct spec_value *a,
 		return 1;
 	if (is_string_type(t))
 		return strcmp(a->s, b->s) == 0;
-	if (spec_type_is_list(t)) {
-		if (a->n != b->n)
+	if (spec_type_is_list(t))
+		return list_equal(a, b);
+	if (is_either_type(t)) {
+		if ((a->s == NULL) != (b->s == NULL))
 			return 0;
-		for (i = 0; i < a->n; i++) {
-			if (strcmp(a->list[i], b->list[i]) != 0)
-				return 0;
-		}
-		return 1;
+		if (a->s != NULL)
+			return strcmp(a->s, b->s) == 0;
+		return list_equal(a, b);
 	}
 	if (t == SPEC_T_FLOAT)
 		return a->f == b->f;
@@ -472,8 +579,16 @@ spec_value_format(enum spec_key k, const struct spec_value *v)
 
 	if (!v->set)
 		return xstrdup("");
-	if (is_string_type(t))
+	if (is_string_type(t) || (is_either_type(t) && v->s != NULL))
 		return xstrdup(v->s);
+	if (is_either_type(t)) {
+		/* words by spaces; pairs as NAME=VALUE, ... */
+		cbuf_init(&b, SIZE_MAX);
+		for (i = 0; i < v->n; i++)
+			cbuf_addf(&b, "%s%s", i == 0 ? "" : t == SPEC_T_COMMAND ?
+			    " " : i % 2 == 1 ? "=" : ", ", v->list[i]);
+		return cbuf_detach(&b, NULL);
+	}
 	switch (t) {
 	case SPEC_T_INT:
 		snprintf(buf, sizeof buf, "%" PRId64, v->i);
@@ -534,9 +649,9 @@ spec_value_canon(enum spec_key k, const struct spec_value *v, struct cbuf *b)
 	cbuf_addf(b, "%s=", keys[k].path);
 	if (!v->set)
 		cbuf_addc(b, '~');
-	else if (is_string_type(t))
+	else if (is_string_type(t) || (is_either_type(t) && v->s != NULL))
 		canon_str(b, v->s);
-	else if (spec_type_is_list(t)) {
+	else if (spec_type_is_list(t) || is_either_type(t)) {
 		sha256_init(&c);
 		for (i = 0; i < v->n; i++) {
 			snprintf(len, sizeof len, "%zu:", strlen(v->list[i]));
@@ -631,6 +746,25 @@ spec_key_range_text(enum spec_key k)
 	case SPEC_T_URL:
 		cbuf_adds(&b, "http://, https:// or unix:///");
 		break;
+	case SPEC_T_COMMAND:
+		cbuf_addf(&b, "1..%" PRId64 " words, or a string; up to %d "
+		    "bytes each", ki->max, SPEC_MAX_TEXT);
+		break;
+	case SPEC_T_TEXTS:
+		cbuf_addf(&b, "up to %" PRId64 " strings of up to %d bytes",
+		    ki->max, SPEC_MAX_TEXT);
+		break;
+	case SPEC_T_VARS:
+		cbuf_addf(&b, "up to %" PRId64 " names of A-Z a-z 0-9 _, not "
+		    "the built-in {name}s", ki->max);
+		break;
+	case SPEC_T_ENVS:
+		cbuf_addf(&b, "up to %" PRId64 " variable names, not CADRE_*",
+		    ki->max);
+		break;
+	case SPEC_T_REGEX:
+		cbuf_adds(&b, "PCRE2, with a group named step");
+		break;
 	default:
 		break;
 	}
@@ -648,6 +782,12 @@ default_text(const struct spec_key_info *ki)
 	if ((ki->flags & SPEC_F_REQUIRED) &&
 	    strncmp(ki->path, "trainer.model.", 14) == 0)
 		return xstrdup("required in a mapping");
+	if ((ki->flags & SPEC_F_REQUIRED) &&
+	    strncmp(ki->path, "trainer.", 8) == 0)
+		return xstrdup("required with trainer");
+	if ((ki->flags & SPEC_F_REQUIRED) &&
+	    strncmp(ki->path, "program.", 8) == 0)
+		return xstrdup("required with program");
 	if (ki->flags & SPEC_F_REQUIRED)
 		return xstrdup("required");
 	if (ki->def == NULL)
@@ -710,7 +850,9 @@ spec_keys_write(FILE *fp, enum spec_keys_format fmt)
 			md_cell(fp, def, !(ki->flags & SPEC_F_REQUIRED) &&
 			    ki->def != NULL);
 			md_cell(fp, range, 0);
-			md_cell(fp, ki->flags & SPEC_F_MATRIX ? "yes" : "", 0);
+			md_cell(fp, ki->flags & SPEC_F_MATRIX ? "yes" :
+			    ki->flags & SPEC_F_MATRIX_NAMES ? "per name" : "",
+			    0);
 			md_cell(fp, ki->doc, 0);
 			fputc('\n', fp);
 		} else {
@@ -721,7 +863,9 @@ spec_keys_write(FILE *fp, enum spec_keys_format fmt)
 			    ki->flags & SPEC_F_REQUIRED || ki->def != NULL ?
 			    def : "", *range != '\0' ? "; " : "", range);
 			fprintf(fp, "%-*s  %s%s\n", (int)w, "", ki->doc,
-			    ki->flags & SPEC_F_MATRIX ? " [matrix]" : "");
+			    ki->flags & SPEC_F_MATRIX ? " [matrix]" :
+			    ki->flags & SPEC_F_MATRIX_NAMES ?
+			    " [matrix: per name]" : "");
 		}
 		free(range);
 		free(def);

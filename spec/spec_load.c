@@ -54,7 +54,8 @@ spec_parse(const char *filename, const char *text, size_t len,
 	root = doc->root;
 	if (root == NULL || ynode_is_null(root)) {
 		diag_error(d, filename, 0, 0, "the spec is empty; it needs at "
-		    "least 'version: 1', a name and trainer.data");
+		    "least 'version: 1', a name, and trainer.data or "
+		    "program.command");
 		rc = CADRE_ERR_INVALID;
 		goto out;
 	}
@@ -91,6 +92,7 @@ spec_parse(const char *filename, const char *text, size_t len,
 	spec_check_tree(&cx, root);
 	spec_check_base(&cx);
 	spec_matrix_parse(&cx);
+	spec_check_program(&cx);
 	if (!s->matrix_bad)
 		spec_matrix_expand(&cx);
 

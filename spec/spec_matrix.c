@@ -16,6 +16,7 @@
 #include "spec_matrix.h"
 
 #define SHOW_VALUES	10	/* matrix values listed in a message */
+#define VARS_PREFIX	"program.vars."	/* of a matrix key naming one var */
 
 /* ------------------------------------------------------------ values of a dim */
 
@@ -112,11 +113,24 @@ dim_values_text(const struct spec_dim *dim)
 
 /* ------------------------------------------------------------ parsing */
 
+/* The NAME of a key "program.vars.NAME", or NULL for another key. */
+static const char *
+var_of(const char *key)
+{
+	size_t	n = strlen(VARS_PREFIX);
+
+	return strncmp(key, VARS_PREFIX, n) == 0 ? key + n : NULL;
+}
+
+/* A matrix or entry value of key k; var_path: "program.vars.NAME" for
+ * one var, else NULL. */
 static int
 parse_item(struct spec_cx *cx, const char *where, enum spec_key k,
-    const struct ynode *n, struct spec_value *v)
+    const char *var_path, const struct ynode *n, struct spec_value *v)
 {
 	memset(v, 0, sizeof *v);
+	if (var_path != NULL)
+		return spec_var_parse(cx, var_path, n, v);
 	if (k == SPEC_K_MODEL && n->kind == YNODE_MAP) {
 		spec_node_error(cx, n, "%s: trainer.model: only presets can vary "
 		    "here; write the explicit dimensions under trainer.model",
@@ -134,13 +148,19 @@ parse_dim(struct spec_cx *cx, const struct ynode *key, const struct ynode *val)
 	const struct spec_key_info *ki;
 	struct spec_dim		*dim;
 	struct dim_index	 ix;
-	const char		*sugg;
+	const char		*sugg, *var, *path;
 	char			*shown, *got;
 	size_t			 i;
 	int			 k, bad = 0;
 
 	shown = spec_show(key->str, key->len);
-	if ((k = spec_key_lookup(key->str)) < 0) {
+	if ((var = var_of(key->str)) != NULL) {
+		/* program.vars.NAME: one var, any name */
+		k = SPEC_K_PROG_VARS;
+		if (spec_var_name_check(cx, key, "matrix: program.vars",
+		    var) != 0)
+			goto bad;
+	} else if ((k = spec_key_lookup(key->str)) < 0) {
 		/* Past the messages kept, spare the search. */
 		sugg = diags_full(cx->d) ? NULL :
 		    spec_suggest_path(key->str, SPEC_F_MATRIX);
@@ -154,21 +174,29 @@ parse_dim(struct spec_cx *cx, const struct ynode *key, const struct ynode *val)
 		goto bad;
 	}
 	ki = spec_key_info(k);
-	if (!(ki->flags & SPEC_F_MATRIX)) {
+	path = var != NULL ? key->str : ki->path;
+	if (var == NULL && (ki->flags & SPEC_F_MATRIX_NAMES)) {
+		spec_node_error(cx, key, "matrix: %s varies one name at a time: "
+		    "write %s.NAME", ki->path, ki->path);
+		goto bad;
+	}
+	if (var == NULL && !(ki->flags & SPEC_F_MATRIX)) {
 		spec_node_error(cx, key, "matrix: %s cannot vary in a matrix ('cadre "
 		    "keys' marks the keys that can)", ki->path);
 		goto bad;
 	}
+	if (spec_key_foreign(cx, "matrix", k, key))
+		goto bad;
 	if (val->kind != YNODE_SEQ) {
 		got = spec_describe(val);
 		spec_node_error(cx, val, "matrix: %s: expected a list of values, "
-		    "e.g. [a, b], got %s", ki->path, got);
+		    "e.g. [a, b], got %s", path, got);
 		free(got);
 		goto bad;
 	}
 	if (val->n == 0) {
 		spec_node_error(cx, val, "matrix: %s: the list is empty; give at "
-		    "least one value", ki->path);
+		    "least one value", path);
 		goto bad;
 	}
 	if (s->ndims == SPEC_MAX_MATRIX_KEYS) {
@@ -181,13 +209,14 @@ parse_dim(struct spec_cx *cx, const struct ynode *key, const struct ynode *val)
 	dim = &s->dims[s->ndims++];
 	memset(dim, 0, sizeof *dim);
 	dim->key = k;
+	dim->var = var != NULL ? xstrdup(var) : NULL;
 	dim->line = key->line;
 	dim->col = key->col;
 	dim->vals = xcalloc(val->n, sizeof *dim->vals);
 	dim->n = val->n;
 	for (i = 0; i < val->n; i++) {
-		if (parse_item(cx, "matrix", k, val->items[i],
-		    &dim->vals[i]) != 0)
+		if (parse_item(cx, "matrix", k, var != NULL ? path : NULL,
+		    val->items[i], &dim->vals[i]) != 0)
 			bad = 1;
 	}
 	if (bad)
@@ -207,7 +236,7 @@ parse_dim(struct spec_cx *cx, const struct ynode *key, const struct ynode *val)
 		t2 = spec_show(again->str, again->len);
 		diag_error(cx->d, cx->file, again->line, again->col, "matrix: "
 		    "%s: '%s' is the same value as '%s' at line %u, column %u; "
-		    "list each value once", ki->path, t2, t1,
+		    "list each value once", path, t2, t1,
 		    (unsigned)first->line, (unsigned)first->col);
 		free(t1);
 		free(t2);
@@ -245,33 +274,45 @@ parse_matrix(struct spec_cx *cx)
 }
 
 static size_t
-find_dim(const struct spec *s, enum spec_key k)
+find_dim(const struct spec *s, enum spec_key k, const char *var)
 {
 	size_t	i;
 
 	for (i = 0; i < s->ndims; i++) {
-		if (s->dims[i].key == k)
+		if (s->dims[i].key == k && (var == NULL ?
+		    s->dims[i].var == NULL : s->dims[i].var != NULL &&
+		    strcmp(s->dims[i].var, var) == 0))
 			return i;
 	}
 	return SIZE_MAX;
 }
 
-/* A misspelt key of an exclude entry: a near matrix key first. */
-static const char *
+/* A misspelt key of an exclude entry: a near matrix key first. Caller
+ * frees. */
+static char *
 suggest_dim(const struct spec *s, const char *key)
 {
 	size_t		 i, d, bestd = 4;
-	const char	*best = NULL;
+	char		*best = NULL, *path;
+	const char	*sugg;
 
 	for (i = 0; i < s->ndims; i++) {
-		d = str_edit_distance(key, spec_key_info(s->dims[i].key)->path,
-		    3);
+		if (s->dims[i].var != NULL)
+			xasprintf(&path, VARS_PREFIX "%s", s->dims[i].var);
+		else
+			path = xstrdup(spec_key_info(s->dims[i].key)->path);
+		d = str_edit_distance(key, path, 3);
 		if (d < bestd) {
 			bestd = d;
-			best = spec_key_info(s->dims[i].key)->path;
-		}
+			free(best);
+			best = path;
+		} else
+			free(path);
 	}
-	return best != NULL ? best : spec_suggest_path(key, SPEC_F_MATRIX);
+	if (best == NULL && (sugg = spec_suggest_path(key,
+	    SPEC_F_MATRIX)) != NULL)
+		best = xstrdup(sugg);
+	return best;
 }
 
 enum entry_kind {
@@ -287,8 +328,8 @@ parse_entry(struct spec_cx *cx, enum entry_kind kind, const char *where,
 	struct spec		*s = cx->s;
 	const struct ynode	*key, *val;
 	struct spec_assign	*a;
-	const char		*sugg;
-	char			*shown, *got, *vals, *vtext;
+	const char		*var, *path;
+	char			*sugg, *shown, *got, *vals, *vtext;
 	size_t			 i;
 	int			 k;
 
@@ -314,12 +355,17 @@ parse_entry(struct spec_cx *cx, enum entry_kind kind, const char *where,
 		key = YMAP_KEY(n, i);
 		val = YMAP_VAL(n, i);
 		shown = spec_show(key->str, key->len);
-		k = spec_key_lookup(key->str);
+		var = var_of(key->str);
+		k = var != NULL ? SPEC_K_PROG_VARS : spec_key_lookup(key->str);
 		if (k < 0) {
-			sugg = diags_full(cx->d) ? NULL :
-			    kind == ENTRY_INCLUDE ?
-			    spec_suggest_path(key->str, SPEC_F_MATRIX) :
-			    suggest_dim(s, key->str);
+			if (diags_full(cx->d))
+				sugg = NULL;
+			else if (kind == ENTRY_INCLUDE) {
+				path = spec_suggest_path(key->str,
+				    SPEC_F_MATRIX);
+				sugg = path != NULL ? xstrdup(path) : NULL;
+			} else
+				sugg = suggest_dim(s, key->str);
 			if (sugg != NULL)
 				spec_node_error(cx, key, "%s: unknown key '%s' (did "
 				    "you mean '%s'?)", where, shown, sugg);
@@ -328,28 +374,40 @@ parse_entry(struct spec_cx *cx, enum entry_kind kind, const char *where,
 				    "here are dotted paths such as "
 				    "resources.nodes", where, shown);
 			e->bad = 1;
+			free(sugg);
 			free(shown);
 			continue;
 		}
 		free(shown);
-		if (!(spec_key_info(k)->flags & SPEC_F_MATRIX)) {
-			spec_node_error(cx, key, "%s: %s cannot vary between "
-			    "configurations ('cadre keys' marks the keys that "
-			    "can)", where, spec_key_info(k)->path);
+		path = var != NULL ? key->str : spec_key_info(k)->path;
+		if (var != NULL ? spec_var_name_check(cx, key, where, var) != 0 :
+		    !(spec_key_info(k)->flags & SPEC_F_MATRIX)) {
+			if (var == NULL)
+				spec_node_error(cx, key, "%s: %s cannot vary "
+				    "between configurations ('cadre keys' marks "
+				    "the keys that can%s)", where, path,
+				    k == SPEC_K_PROG_VARS ? "; one var is "
+				    "program.vars.NAME" : "");
+			e->bad = 1;
+			continue;
+		}
+		if (spec_key_foreign(cx, where, k, key)) {
 			e->bad = 1;
 			continue;
 		}
 		a = &e->a[e->n++];
 		a->key = k;
-		a->dim = find_dim(s, k);
+		a->var = var != NULL ? xstrdup(var) : NULL;
+		a->dim = find_dim(s, k, var);
 		a->vidx = SIZE_MAX;
 		if (kind == ENTRY_EXCLUDE && a->dim == SIZE_MAX) {
 			spec_node_error(cx, key, "%s: %s is not a matrix key; an "
 			    "exclude entry can only name keys under matrix",
-			    where, spec_key_info(k)->path);
+			    where, path);
 			e->bad = 1;
 		}
-		if (parse_item(cx, where, k, val, &a->val) != 0) {
+		if (parse_item(cx, where, k, var != NULL ? path : NULL, val,
+		    &a->val) != 0) {
 			e->bad = 1;
 			continue;
 		}
@@ -363,7 +421,7 @@ parse_entry(struct spec_cx *cx, enum entry_kind kind, const char *where,
 			diag_warning(cx->d, cx->file, val->line, val->col,
 			    "%s: this entry matches no configuration: %s is "
 			    "not one of the matrix values of %s (%s)", where,
-			    vtext, spec_key_info(k)->path, vals);
+			    vtext, path, vals);
 			free(vtext);
 			free(vals);
 			e->nomatch = 1;
@@ -394,6 +452,86 @@ parse_entries(struct spec_cx *cx, enum entry_kind kind,
 	for (i = 0; i < list->n; i++)
 		parse_entry(cx, kind, where, list->items[i], ixs,
 		    &(*entries)[i]);
+}
+
+static int
+entry_sets(const struct spec_entry *e, const char *var)
+{
+	size_t	i;
+
+	for (i = 0; i < e->n; i++) {
+		if (e->a[i].var != NULL && strcmp(e->a[i].var, var) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A var that program.vars does not name is introduced by the matrix or
+ * an include entry, and every configuration must still give it a value:
+ * the include entries (which start from program.vars, not the matrix)
+ * and, for one only include entries set, the matrix's configurations.
+ */
+static void
+check_var_one(struct spec_cx *cx, const char *var, int in_matrix)
+{
+	struct spec		*s = cx->s;
+	const struct spec_entry	*e;
+	size_t			 i;
+	int			 first = 1;
+
+	for (i = 0; i < s->nincludes; i++) {
+		e = &s->includes[i];
+		if (e->bad)
+			continue;
+		if (entry_sets(e, var)) {
+			if (first && !in_matrix && s->ndims > 0)
+				diag_error(cx->d, cx->file, e->line, e->col,
+				    "include: program.vars.%s has no default "
+				    "under program.vars, and the matrix's "
+				    "configurations do not set it; give it one",
+				    var);
+			first = 0;
+			continue;
+		}
+		diag_error(cx->d, cx->file, e->line, e->col, "include: this "
+		    "entry gives no value to program.vars.%s, which has no "
+		    "default; add it to the entry, or give it a default under "
+		    "program.vars", var);
+	}
+}
+
+static void
+check_var_defaults(struct spec_cx *cx)
+{
+	struct spec	*s = cx->s;
+	size_t		 i, j, k;
+	const char	*var;
+	int		 seen;
+
+	if (s->matrix_bad)
+		return;
+	for (i = 0; i < s->ndims; i++) {
+		var = s->dims[i].var;
+		if (var != NULL && spec_pairs_get(&s->v[SPEC_K_PROG_VARS],
+		    var) == NULL)
+			check_var_one(cx, var, 1);
+	}
+	/* Those only include entries introduce, each once. */
+	for (i = 0; i < s->nincludes; i++) {
+		for (j = 0; !s->includes[i].bad && j < s->includes[i].n; j++) {
+			var = s->includes[i].a[j].var;
+			if (var == NULL || spec_pairs_get(
+			    &s->v[SPEC_K_PROG_VARS], var) != NULL ||
+			    find_dim(s, SPEC_K_PROG_VARS, var) != SIZE_MAX)
+				continue;
+			for (k = seen = 0; k < i && !seen; k++)
+				seen = !s->includes[k].bad &&
+				    entry_sets(&s->includes[k], var);
+			if (!seen)
+				check_var_one(cx, var, 0);
+		}
+	}
 }
 
 void
@@ -430,4 +568,5 @@ spec_matrix_parse(struct spec_cx *cx)
 	for (i = 0; i < s->ndims; i++)
 		dim_index_free(&ixs[i]);
 	free(ixs);
+	check_var_defaults(cx);
 }

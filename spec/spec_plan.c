@@ -168,6 +168,19 @@ spec_run_list(const struct spec_run *r, enum spec_key k, size_t *n)
 	return spec_cfg_list(r->spec, r->cfg, k, n);
 }
 
+char *const *
+spec_run_pairs(const struct spec_run *r, enum spec_key k, size_t *n)
+{
+	return spec_cfg_pairs(r->spec, r->cfg, k, n);
+}
+
+const char *
+spec_run_var(const struct spec_run *r, const char *name)
+{
+	return spec_pairs_get(spec_cfg_value(r->spec, r->cfg,
+	    SPEC_K_PROG_VARS), name);
+}
+
 char *
 spec_run_format(const struct spec_run *r, enum spec_key k)
 {

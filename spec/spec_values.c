@@ -61,12 +61,14 @@ typed_value(const struct spec *s, const struct spec_config *cfg,
 	else if (strcmp(want, "bool") == 0)
 		ok = t == SPEC_T_BOOL;
 	else if (strcmp(want, "list") == 0)
-		ok = t == SPEC_T_WORDS || t == SPEC_T_PATHS ||
-		    t == SPEC_T_ENUMS || t == SPEC_T_DURATIONS;
+		ok = spec_type_is_list(t) || t == SPEC_T_COMMAND;
+	else if (strcmp(want, "pairs") == 0)
+		ok = spec_type_is_pairs(t);
 	else
 		ok = t == SPEC_T_TEXT || t == SPEC_T_NAME || t == SPEC_T_ENUM ||
 		    t == SPEC_T_PATH || t == SPEC_T_WORD || t == SPEC_T_ENV ||
-		    t == SPEC_T_URL || t == SPEC_T_MODEL;
+		    t == SPEC_T_URL || t == SPEC_T_MODEL ||
+		    t == SPEC_T_REGEX || t == SPEC_T_COMMAND;
 	if (!ok)
 		fatalx("spec: %s is a %s, not read as %s",
 		    spec_key_info(k)->path, spec_type_name(t), want);
@@ -161,6 +163,18 @@ spec_cfg_list(const struct spec *s, const struct spec_config *cfg,
 	return v->set && v->list != NULL ? v->list : empty;
 }
 
+char *const *
+spec_cfg_pairs(const struct spec *s, const struct spec_config *cfg,
+    enum spec_key k, size_t *n)
+{
+	const struct spec_value	*v = typed_value(s, cfg, k, "pairs");
+	static char		*empty[] = { NULL };
+
+	if (n != NULL)
+		*n = v->set ? v->n / 2 : 0;
+	return v->set && v->list != NULL ? v->list : empty;
+}
+
 int
 spec_is_set(const struct spec *s, enum spec_key k)
 {
@@ -244,4 +258,24 @@ spec_varied(const struct spec *s, size_t i)
 	if (i >= s->nvaried)
 		fatalx("spec_varied: %zu out of range", i);
 	return s->varied[i];
+}
+
+size_t
+spec_nvaried_vars(const struct spec *s)
+{
+	return s->nvaried_vars;
+}
+
+const char *
+spec_varied_var(const struct spec *s, size_t i)
+{
+	if (i >= s->nvaried_vars)
+		fatalx("spec_varied_var: %zu out of range", i);
+	return s->varied_vars[i];
+}
+
+int
+spec_is_program(const struct spec *s)
+{
+	return s->program;
 }

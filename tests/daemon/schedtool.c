@@ -3,6 +3,7 @@
  * that shell tests can use them against a real Slurm:
  *   schedtool render slurm|slurm-rest|pbs|local TEMPLATES SPEC RUN_INDEX RUN_DIR OUT
  *   schedtool train-json SPEC RUN_INDEX RUN_DIR OUT     writes train.json
+ *   schedtool program-json SPEC RUN_INDEX OUT          writes program.json
  *   schedtool submit TEMPLATES SPEC RUN_INDEX RUN_DIR   renders RUN_DIR/job.sh,
  *                                                       prints the job id
  *   schedtool poll JOB_ID...      one line each: ID STATE EXIT SIGNAL [REASON]
@@ -39,8 +40,8 @@
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: schedtool render|train-json|submit|poll|cancel|"
-	    "find|notify ...\n");
+	fprintf(stderr, "usage: schedtool render|train-json|program-json|submit|"
+	    "poll|cancel|find|notify ...\n");
 	return 2;
 }
 
@@ -151,25 +152,29 @@ out:
 	return r;
 }
 
-/* train-json SPEC RUN_INDEX RUN_DIR OUT */
+/* train-json SPEC RUN_INDEX RUN_DIR OUT, program-json SPEC RUN_INDEX OUT */
 static int
-do_train_json(int argc, char **argv)
+do_config_json(int argc, char **argv)
 {
 	struct spec		*s = NULL;
 	struct spec_plan	*p = NULL;
 	struct jobscript	 js;
 	char			 err[JOBSCRIPT_ERR_MAX], name[JOBSCRIPT_NAME_MAX];
+	const struct spec_run	*run;
 	int64_t			 idx;
-	int			 r = 1;
+	int			 r = 1, program = strcmp(argv[1],
+				    "program-json") == 0;
 
-	if (argc != 6)
+	if (argc != (program ? 5 : 6))
 		return usage();
-	if (load_run(argv[2], argv[3], argv[4], &s, &p, &js, name,
-	    sizeof name) != 0)
+	if (load_run(argv[2], argv[3], program ? "/" : argv[4], &s, &p, &js,
+	    name, sizeof name) != 0)
 		goto out;
 	(void)str_to_int64(argv[3], &idx);
-	if (jobscript_write_train_json(s, spec_plan_run(p, (size_t)idx),
-	    argv[4], argv[5], err, sizeof err) != 0) {
+	run = spec_plan_run(p, (size_t)idx);
+	if ((program ? jobscript_write_program_json(s, run, argv[4], err,
+	    sizeof err) : jobscript_write_train_json(s, run, argv[4], argv[5],
+	    err, sizeof err)) != 0) {
 		fprintf(stderr, "schedtool: %s\n", err);
 		goto out;
 	}
@@ -241,8 +246,9 @@ main(int argc, char **argv)
 		return usage();
 	if (strcmp(argv[1], "render") == 0)
 		return do_render(argc, argv);
-	if (strcmp(argv[1], "train-json") == 0)
-		return do_train_json(argc, argv);
+	if (strcmp(argv[1], "train-json") == 0 ||
+	    strcmp(argv[1], "program-json") == 0)
+		return do_config_json(argc, argv);
 	if (strcmp(argv[1], "notify") == 0)
 		return do_notify(argc, argv);
 	if (argc < 3)

@@ -311,6 +311,30 @@ START_TEST(test_render_eval)
 }
 END_TEST
 
+/* What launch runs: fixed words naming the script's variables; the
+ * experiment and configuration as quoted words. */
+START_TEST(test_render_program)
+{
+	static const char	 tmpl[] = "launch @STAGE@ @PROGRAM@ &\n"
+				    "e=@EXPERIMENT@ c=@CONFIG_ID@";
+	struct jobscript	 js;
+	char			*out;
+
+	sample(&js);
+	out = render(JOBSCRIPT_SLURM, tmpl, &js, 0);
+	ck_assert_str_eq(out, "launch  -- \"$trainer\" train --config "
+	    "\"$run_dir/train.json\" &\ne='' c=''");
+	free(out);
+	js.program = 1;
+	js.experiment = "it's";
+	js.config_id = "0123456789ab";
+	out = render(JOBSCRIPT_PBS, tmpl, &js, 0);
+	ck_assert_str_eq(out, "launch  --program \"$run_dir/program.json\" &\n"
+	    "e='it'\\''s' c=0123456789ab");
+	free(out);
+}
+END_TEST
+
 /* Hostile values through a rendered script and bash: bash -n accepts it,
  * and running it prints every value back unchanged. */
 START_TEST(test_render_hostile)
@@ -379,23 +403,34 @@ END_TEST
 
 /* ---------------------------------------------------------------- train.json */
 
+/* The plan of spec text, parsed as the file /exp/t.yaml; *sp gets the
+ * spec. */
+static struct spec_plan *
+plan_of(const char *text, struct spec **sp)
+{
+	struct diags		 d;
+	struct spec_plan	*p = NULL;
+
+	diags_init(&d);
+	ck_assert_int_eq(spec_parse("/exp/t.yaml", text, strlen(text), &d, sp),
+	    0);
+	ck_assert_int_eq(spec_expand(*sp, &d, &p), 0);
+	diags_free(&d);
+	return p;
+}
+
 /* Parses spec text (as the file /exp/t.yaml) and writes run idx's
  * train.json into a fresh directory; returns the parsed JSON. */
 static json_t *
 train_json(const char *text, size_t idx, const char *run_dir)
 {
-	struct diags		 d;
 	struct spec		*s = NULL;
-	struct spec_plan	*p = NULL;
+	struct spec_plan	*p = plan_of(text, &s);
 	char			 dir[4096], *path = NULL,
 				 err[JOBSCRIPT_ERR_MAX];
 	json_t			*j = NULL;
 	struct stat		 st;
 
-	diags_init(&d);
-	ck_assert_int_eq(spec_parse("/exp/t.yaml", text, strlen(text), &d, &s),
-	    0);
-	ck_assert_int_eq(spec_expand(s, &d, &p), 0);
 	ck_assert_uint_gt(spec_plan_nruns(p), idx);
 	unit_mkdtemp(dir, sizeof dir, "test_jobscript");
 	xasprintf(&path, "%s/train.json", dir);
@@ -409,7 +444,6 @@ train_json(const char *text, size_t idx, const char *run_dir)
 	free(path);
 	spec_plan_free(p);
 	spec_free(s);
-	diags_free(&d);
 	return j;
 }
 
@@ -580,6 +614,69 @@ START_TEST(test_train_json_bad)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- program.json */
+
+/* Writes run idx's run json of spec text (the file /exp/t.yaml) into a
+ * fresh directory with jobscript_write_run_json(): the program's
+ * program.json, or train.json; returns it parsed. */
+static json_t *
+run_json(const char *text, size_t idx, const char *want_file)
+{
+	struct spec		*s = NULL;
+	struct spec_plan	*p = plan_of(text, &s);
+	char			 dir[4096], *path = NULL,
+				 err[JOBSCRIPT_ERR_MAX];
+	json_t			*j = NULL;
+
+	unit_mkdtemp(dir, sizeof dir, "test_jobscript");
+	ck_assert_msg(jobscript_write_run_json(s, spec_plan_run(p, idx), dir,
+	    err, sizeof err) == 0, "%s", err);
+	xasprintf(&path, "%s/%s", dir, want_file);
+	ck_assert_int_eq(cjson_load_file(path, 1 << 20, &j, NULL), 0);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(dir), 0);	/* nothing else written */
+	free(path);
+	spec_plan_free(p);
+	spec_free(s);
+	return j;
+}
+
+START_TEST(test_program_json)
+{
+	json_t	*j;
+	char	*text;
+
+	/* Defaults: the string form, no env, vars or setup, no regex. */
+	j = run_json("version: 1\nname: p\nprogram:\n"
+	    "  command: \"sh run.sh {nnodes}\"\n", 0, "program.json");
+	text = cjson_dumps_sorted(j);
+	ck_assert_str_eq(text, "{\"checkpoint_every\":0,\"command\":"
+	    "\"sh run.sh {nnodes}\",\"config_id\":\"f0e336ebe6bf\","
+	    "\"env\":{},\"experiment\":\"p\",\"keep_checkpoints\":2,"
+	    "\"launch\":\"per_rank\",\"run_id\":\"aa97d9830a5b\","
+	    "\"setup\":[],\"signal\":\"SIGUSR1\",\"vars\":{},"
+	    "\"version\":1,\"workdir\":\"/exp\"}");
+	free(text);
+	json_decref(j);
+	/* The matrix's values, a relative workdir. */
+	j = run_json("version: 1\nname: p\nprogram:\n"
+	    "  command: [sh, \"{b}\"]\n  workdir: ./sub//x\n"
+	    "  metrics: { regex: '(?<step>\\d+)' }\n"
+	    "matrix: { program.vars.b: [1, 2] }\n", 1, "program.json");
+	ck_assert_str_eq(jstr(j, "workdir"), "/exp/sub//x");
+	ck_assert_str_eq(jstr(j, "metrics_regex"), "(?<step>\\d+)");
+	ck_assert_str_eq(jstr(json_object_get(j, "vars"), "b"), "2");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j,
+	    "command"), 1)), "{b}");
+	json_decref(j);
+	/* A trainer spec gets its train.json. */
+	j = run_json("version: 1\nname: t\ntrainer: { data: /d }\n", 0,
+	    "train.json");
+	ck_assert_str_eq(jstr(j, "data"), "/d");
+	json_decref(j);
+}
+END_TEST
+
 static Suite *
 jobscript_suite(void)
 {
@@ -595,6 +692,8 @@ jobscript_suite(void)
 	tcase_add_test(tc, test_render_template_errors);
 	tcase_add_test(tc, test_render_stage);
 	tcase_add_test(tc, test_render_eval);
+	tcase_add_test(tc, test_render_program);
+	tcase_add_test(tc, test_program_json);
 	tcase_add_loop_test(tc, test_render_hostile, 0, nh);
 	tcase_add_test(tc, test_train_json_defaults);
 	tcase_add_test(tc, test_train_json_explicit);

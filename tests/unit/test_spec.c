@@ -922,6 +922,246 @@ START_TEST(test_cross_checks)
 }
 END_TEST
 
+/* ------------------------------------------------------------ programs */
+
+#define PROG	HEAD "program:\n  command: [sh, run.sh, \"{batch}\"]\n" \
+	"  vars: { batch: 32 }\n"
+
+START_TEST(test_program_accessors)
+{
+	struct spec		*s;
+	struct spec_plan	*p;
+	const struct spec_run	*r;
+	char *const		*list;
+	size_t			 n;
+
+	/* Defaults, and no trainer needed. */
+	s = parse_ok(PROG);
+	ck_assert(spec_is_program(s));
+	ck_assert_str_eq(spec_get_string(s, SPEC_K_PROG_LAUNCH), "per_rank");
+	ck_assert_str_eq(spec_get_string(s, SPEC_K_PROG_SIGNAL), "SIGUSR1");
+	ck_assert_str_eq(spec_get_string(s, SPEC_K_PROG_WORKDIR), ".");
+	ck_assert_int_eq(spec_get_int(s, SPEC_K_PROG_CHECKPOINT_EVERY), 0);
+	ck_assert_int_eq(spec_get_int(s, SPEC_K_PROG_KEEP_CHECKPOINTS), 2);
+	ck_assert(!spec_is_set(s, SPEC_K_PROG_METRICS_REGEX));
+	/* The list form: no string. */
+	ck_assert_ptr_null(spec_get_string(s, SPEC_K_PROG_COMMAND));
+	list = spec_get_list(s, SPEC_K_PROG_COMMAND, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(list[0], "sh");
+	ck_assert_str_eq(list[2], "{batch}");
+	ck_assert_ptr_null(list[3]);
+	p = expand(s);
+	r = spec_plan_run(p, 0);
+	list = spec_run_pairs(r, SPEC_K_PROG_ENV, &n);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_ptr_null(list[0]);
+	ck_assert_str_eq(spec_run_var(r, "batch"), "32");
+	ck_assert_ptr_null(spec_run_var(r, "lr"));
+	ck_assert_uint_eq(spec_nvaried_vars(s), 0);
+	spec_plan_free(p);
+	spec_free(s);
+	s = parse_ok(BASE);
+	ck_assert(!spec_is_program(s));
+	spec_free(s);
+
+	/* Every key, the string form, and vars varied by the matrix. */
+	s = parse_ok(HEAD "program:\n"
+	    "  command: \"exec sh run.sh --lr {lr} --n {nnodes} '{{x}}'\"\n"
+	    "  launch: once\n  workdir: /\n"
+	    "  env: { OMP_NUM_THREADS: 4, A_B: true }\n"
+	    "  vars: { lr: 1e-3, batch: 32 }\n"
+	    "  signal: SIGTERM\n  checkpoint_every: 20m\n"
+	    "  keep_checkpoints: 0\n"
+	    "  metrics: { regex: 'step (?P<step>\\d+) loss (?<loss>\\S+)' }\n"
+	    "  setup: [\"mkdir -p {run_dir}/x\", \"true\"]\n"
+	    "matrix:\n  program.vars.batch: [16, 32]\n"
+	    "  program.launch: [once, per_node]\n"
+	    "  program.vars.extra: [a]\n");
+	ck_assert_str_eq(spec_get_string(s, SPEC_K_PROG_COMMAND),
+	    "exec sh run.sh --lr {lr} --n {nnodes} '{{x}}'");
+	(void)spec_get_list(s, SPEC_K_PROG_COMMAND, &n);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_str_eq(spec_get_string(s, SPEC_K_PROG_METRICS_REGEX),
+	    "step (?P<step>\\d+) loss (?<loss>\\S+)");
+	ck_assert_int_eq(spec_get_int(s, SPEC_K_PROG_CHECKPOINT_EVERY), 1200);
+	ck_assert_int_eq(spec_get_int(s, SPEC_K_PROG_KEEP_CHECKPOINTS), 0);
+	list = spec_get_list(s, SPEC_K_PROG_SETUP, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(list[0], "mkdir -p {run_dir}/x");
+	ck_assert_uint_eq(spec_nvaried(s), 2);
+	ck_assert_int_eq(spec_varied(s, 0), SPEC_K_PROG_VARS);
+	ck_assert_int_eq(spec_varied(s, 1), SPEC_K_PROG_LAUNCH);
+	ck_assert_uint_eq(spec_nvaried_vars(s), 2);
+	ck_assert_str_eq(spec_varied_var(s, 0), "batch");
+	ck_assert_str_eq(spec_varied_var(s, 1), "extra");
+	p = expand(s);
+	ck_assert_uint_eq(spec_plan_nruns(p), 4);
+	r = spec_plan_run(p, 1);
+	ck_assert_str_eq(spec_run_string(r, SPEC_K_PROG_LAUNCH), "per_node");
+	ck_assert_str_eq(spec_run_var(r, "batch"), "16");
+	ck_assert_str_eq(spec_run_var(r, "lr"), "1e-3");
+	ck_assert_str_eq(spec_run_var(r, "extra"), "a");
+	/* sorted by name, values as written */
+	list = spec_run_pairs(r, SPEC_K_PROG_VARS, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(list[0], "batch");
+	ck_assert_str_eq(list[2], "extra");
+	ck_assert_str_eq(list[4], "lr");
+	ck_assert_str_eq(list[5], "1e-3");
+	check_format(r, SPEC_K_PROG_VARS, "batch=16, extra=a, lr=1e-3");
+	list = spec_run_pairs(r, SPEC_K_PROG_ENV, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(list[0], "A_B");
+	ck_assert_str_eq(list[1], "true");
+	ck_assert_str_eq(list[3], "4");
+	ck_assert_str_eq(spec_run_var(spec_plan_run(p, 3), "batch"), "32");
+	spec_plan_free(p);
+	spec_free(s);
+}
+END_TEST
+
+START_TEST(test_program_errors)
+{
+	expect_error(HEAD "program:\n  command: [sh, \"{nodes}\"]\n",
+	    "t.yaml:4:17: error: program.command: unknown placeholder {nodes}: "
+	    "not a built-in name (nnodes, nproc_per_node, node_rank, ranks, "
+	    "rdzv_endpoint, master_addr, master_port, hostfile, run_dir, "
+	    "checkpoint_dir, resume_from, attempt, metrics) nor a var "
+	    "(program.vars has none)");
+	expect_error(HEAD "program:\n  command: [sh, x]\n"
+	    "  setup: [\"ok {attempt}\", \"echo {b\"]\n",
+	    "t.yaml:5:27: error: program.setup: unclosed '{' at '{b'");
+	expect_error(HEAD "program:\n  command: \"sh -c 'a; }'\"\n",
+	    "program.command: unopened '}' at '}''");
+	expect_error(HEAD "program:\n  command: [sh, \"{lr-x}\"]\n",
+	    "unclosed '{' at '{lr-x}'");
+	expect_error(HEAD "program:\n  command: [\"\", x]\n",
+	    "program.command: the first word, the program, is empty");
+	expect_error(HEAD "program:\n  command: [sh, [x]]\n",
+	    "program.command: expected a word (text), got a list");
+	expect_error(HEAD "program:\n  command: {a: b}\n",
+	    "program.command: expected a list of words such as [python3, "
+	    "train.py], or a string for sh -c, got a mapping");
+	expect_error(HEAD "program:\n  command: [sh]\n  vars: { a: [1] }\n",
+	    "program.vars.a: expected a value (text, a number or true/false), "
+	    "got a list");
+	expect_error(HEAD "program:\n  command: [sh]\n  vars: { ranks: 1 }\n",
+	    "program.vars: ranks is a built-in {ranks}");
+	expect_error(HEAD "program:\n  command: [sh]\n  env: { CADRE_X: 1 }\n",
+	    "program.env: CADRE_X: CADRE_* variables are cadre's own");
+	expect_error(HEAD "program:\n  command: [sh]\n  setup: [\" \"]\n",
+	    "program.setup: an empty string");
+	expect_error(HEAD "program:\n  command: [sh]\n  workdir: $HOME/x\n",
+	    "program.workdir: variables are not expanded here");
+	expect_error(HEAD "program:\n  command: [sh]\n"
+	    "  metrics: { regex: 'step (?<step>\\d+)(' }\n",
+	    "program.metrics.regex: missing closing parenthesis, at column 19 "
+	    "of the pattern");
+	expect_error(HEAD "program:\n  command: [sh]\n  checkpoint_every: 5\n",
+	    "program.checkpoint_every: expected a duration, got the bare "
+	    "number 5");
+	/* Both sections, neither, and each one's keys in the other. */
+	expect_error(BASE "program: { command: [sh] }\n",
+	    "t.yaml:5:1: error: program: a spec has a trainer section (line 3) "
+	    "or a program section, not both; remove one");
+	expect_error(HEAD "resources: { nodes: 2 }\n",
+	    "t.yaml:1:1: error: the spec runs nothing");
+	expect_error(PROG "matrix: { trainer.seed: [1, 2] }\n",
+	    "matrix: trainer.seed is for cadre's trainer, and this spec runs a "
+	    "program");
+	expect_error(PROG "include: [ { trainer.seed: 1 } ]\n",
+	    "include: trainer.seed is for cadre's trainer");
+	expect_error(PROG "eval: { at: [20m] }\n",
+	    "eval.at is for cadre's trainer");
+	expect_error(BASE "include: [ { program.vars.x: 1 } ]\n",
+	    "include: program.vars is for a program, and this spec runs "
+	    "cadre's trainer");
+	/* A var the matrix alone gives: include entries must give it too. */
+	expect_error(PROG "matrix: { program.vars.lr: [1, 2] }\n"
+	    "include: [ { program.vars.batch: 8 } ]\n",
+	    "t.yaml:7:12: error: include: this entry gives no value to "
+	    "program.vars.lr, which has no default");
+	expect_error(PROG "matrix: { resources.nodes: [1, 2] }\n"
+	    "include: [ { program.vars.lr: 8 } ]\n",
+	    "include: program.vars.lr has no default under program.vars, and "
+	    "the matrix's configurations do not set it");
+	expect_error(PROG "matrix: { program.vars.batch: [1, 01, 1] }\n",
+	    "matrix: program.vars.batch: '1' is the same value as '1'");
+	expect_error(PROG "exclude: [ { program.vars.batch: 1 } ]\n"
+	    "matrix: { resources.nodes: [1] }\n",
+	    "exclude: program.vars.batch is not a matrix key");
+	expect_error(PROG "report: { baseline: { program.vars.batch: 32 } }\n",
+	    "report.baseline: program.vars.batch does not vary");
+}
+END_TEST
+
+START_TEST(test_program_ids)
+{
+	static const char *const changed[] = {
+		HEAD "program:\n  command: [sh, run.sh, \"{batch}\"]\n"
+		    "  vars: { batch: 32, unused: 1 }\n",
+		HEAD "program:\n  command: \"sh run.sh {batch}\"\n"
+		    "  vars: { batch: 32 }\n",
+		PROG "  launch: once\n",
+		PROG "  workdir: /\n",
+		PROG "  env: { A: 1 }\n",
+		PROG "  signal: SIGUSR2\n",
+		PROG "  checkpoint_every: 1h\n",
+		PROG "  keep_checkpoints: 0\n",
+		PROG "  metrics: { regex: '(?<step>\\d+)' }\n",
+		PROG "  setup: [\"true\"]\n",
+	};
+	struct spec		*s;
+	struct spec_plan	*p;
+	char			*a, *b;
+	size_t			 i;
+
+	/* A trainer spec keeps the ids it had before programs (those of
+	 * tests/data/specs/good/minimal.plan.json). */
+	a = ids_of("version: 1\nname: minimal\ntrainer:\n"
+	    "  data: /scratch/shards\n");
+	ck_assert_str_eq(a, "5ef3616d244b/2cef612e0de2 ");
+	free(a);
+
+	/* Two values of a var: two ids; the same set of runs whether the
+	 * matrix or include entries give them, and a default written out
+	 * changes nothing. */
+	a = ids_of(PROG "matrix: { program.vars.batch: [16, 32] }\n");
+	ck_assert_uint_eq(strlen(a), 2 * 26);
+	ck_assert_int_ne(strncmp(a, a + 26, 12), 0);
+	b = ids_of(PROG "  launch: per_rank\n  workdir: .\n"
+	    "include:\n  - { program.vars.batch: 16 }\n"
+	    "  - { program.vars.batch: 32 }\n");
+	ck_assert_str_eq(a, b);
+	free(b);
+	/* The run with batch 32 is the spec without a matrix. */
+	b = ids_of(PROG);
+	ck_assert_ptr_nonnull(strstr(a, b));
+	free(b);
+	/* Every program value changes the ids. */
+	for (i = 0; i < sizeof changed / sizeof changed[0]; i++) {
+		b = ids_of(changed[i]);
+		ck_assert_msg(strstr(a, b) == NULL, "same ids: %s", changed[i]);
+		free(b);
+	}
+	free(a);
+
+	/* Exclude and report.baseline by a var's value. */
+	s = parse_ok(PROG "matrix: { program.vars.batch: [16, 32, 64] }\n"
+	    "exclude: [ { program.vars.batch: 32 } ]\n"
+	    "report: { baseline: { program.vars.batch: 64 } }\n");
+	p = expand(s);
+	ck_assert_uint_eq(spec_plan_nruns(p), 2);
+	ck_assert_str_eq(spec_run_var(spec_plan_run(p, 1), "batch"), "64");
+	ck_assert(spec_has_baseline(s));
+	ck_assert(!spec_baseline_matches(s, 0));
+	ck_assert(spec_baseline_matches(s, 1));
+	spec_plan_free(p);
+	spec_free(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ diagnostics */
 
 START_TEST(test_diags)
@@ -1008,6 +1248,9 @@ spec_suite(void)
 	tcase_add_test(tc, test_ids_stable);
 	tcase_add_test(tc, test_accessors);
 	tcase_add_test(tc, test_cross_checks);
+	tcase_add_test(tc, test_program_accessors);
+	tcase_add_test(tc, test_program_errors);
+	tcase_add_test(tc, test_program_ids);
 	tcase_add_test(tc, test_diags);
 	tcase_add_test(tc, test_big_valid);
 	suite_add_tcase(s, tc);
