@@ -75,7 +75,7 @@ rundir_expand(const char *text, rundir_lookup_fn lookup, void *ctx, int shell,
 		if (*p == '}') {
 			*errpos = (size_t)(p - text);
 			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
-			    "a '}' without its '{' (write '}}' for a brace)");
+			    "unopened '}' (write '}}' for a literal brace)");
 		}
 		if (*p != '{') {
 			n = strcspn(p, "{}");
@@ -90,9 +90,10 @@ rundir_expand(const char *text, rundir_lookup_fn lookup, void *ctx, int shell,
 		    *q <= '9'); q++)
 			;
 		if (*q != '}')
-			return cadre_errf(msg, msglen, CADRE_ERR_INVALID, *q ==
-			    '\0' ? "a '{' without its '}' (write '{{' for a brace)" :
-			    "a {name} holds letters, digits and '_' only");
+			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
+			    "unclosed '{' (a {name} is letters, digits and "
+			    "'_' between braces; write '{{' for a literal "
+			    "brace)");
 		n = (size_t)(q - p - 1);
 		if (n == 0 || n > RUNDIR_NAME_MAX)
 			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,

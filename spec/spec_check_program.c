@@ -190,40 +190,49 @@ unknown_name(struct spec_cx *cx, const char *what, const struct ynode *at,
 	cbuf_free(&var);
 }
 
-/* The {name}s of one word or string w, written at node at. */
+/* rundir_expand's lookup for the check: a known name expands to "", an
+ * unknown one is kept for the message. */
+struct brace_check {
+	const struct names	*vars;
+	char			 unknown[RUNDIR_NAME_MAX + 1];
+};
+
+static const char *
+brace_lookup(const char *name, void *ctx)
+{
+	struct brace_check	*b = ctx;
+
+	if (name_known(b->vars, name, strlen(name)))
+		return "";
+	snprintf(b->unknown, sizeof b->unknown, "%s", name);
+	return NULL;
+}
+
+/* The {name}s of one word or string w, written at node at, read by the
+ * agent's reader (rundir_expand), so that what validates expands. */
 static void
 check_braces(struct spec_cx *cx, const char *what, const struct ynode *at,
     const char *w, const struct names *vars)
 {
-	const char	*p, *q;
-	char		*shown;
+	struct brace_check	 b = { .vars = vars };
+	struct cbuf		 out;
+	char			 why[256], *shown;
+	size_t			 pos;
 
-	for (p = w; *p != '\0'; p++) {
-		if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
-			p++;
-			continue;
-		}
-		if (*p != '{' && *p != '}')
-			continue;
-		/* {name}: letters, digits and '_' between the braces */
-		q = p + 1 + strspn(p + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		    "abcdefghijklmnopqrstuvwxyz0123456789_");
-		if (*p == '}' || *q != '}') {
-			shown = spec_show(p, strlen(p));
-			spec_node_error(cx, at, "%s: %s '%c' at '%s' (a {name} is "
-			    "letters, digits and '_' between braces); write %c%c "
-			    "for a literal brace", what, *p == '{' ? "unclosed" :
-			    "unopened", *p, shown, *p, *p);
+	cbuf_init(&out, SIZE_MAX);
+	if (rundir_expand(w, brace_lookup, &b, 0, &out, &pos, why,
+	    sizeof why) != 0) {
+		if (b.unknown[0] != '\0') {
+			unknown_name(cx, what, at, b.unknown,
+			    strlen(b.unknown), vars);
+		} else {
+			shown = spec_show(w + pos, strlen(w + pos));
+			spec_node_error(cx, at, "%s: %s at '%s'", what, why,
+			    shown);
 			free(shown);
-			return;
 		}
-		if (!name_known(vars, p + 1, (size_t)(q - p - 1))) {
-			unknown_name(cx, what, at, p + 1, (size_t)(q - p - 1),
-			    vars);
-			return;
-		}
-		p = q;
 	}
+	cbuf_free(&out);
 }
 
 /* The words of a command (a list) or the string itself. */

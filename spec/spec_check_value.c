@@ -621,7 +621,7 @@ spec_var_name_check(struct spec_cx *cx, const struct ynode *at,
 {
 	char	*shown;
 
-	if (!is_env_name(name, strlen(name)) || strlen(name) > 64) {
+	if (!str_is_env_name(name) || strlen(name) > RUNDIR_NAME_MAX) {
 		shown = spec_show(name, strlen(name));
 		spec_node_error(cx, at, "%s: '%s' is not a var name (1 to 64 "
 		    "letters, digits and '_', not starting with a digit)",
@@ -670,7 +670,7 @@ env_pair_name(struct spec_cx *cx, const struct spec_key_info *ki,
 {
 	char	*shown;
 
-	if (!is_env_name(key->str, key->len)) {
+	if (!str_is_env_name_n(key->str, key->len)) {
 		shown = spec_show(key->str, key->len);
 		spec_node_error(cx, key, "%s: '%s' is not a variable name "
 		    "(letters, digits and '_', not starting with a digit)",

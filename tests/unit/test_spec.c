@@ -1031,11 +1031,14 @@ START_TEST(test_program_errors)
 	    "(program.vars has none)");
 	expect_error(HEAD "program:\n  command: [sh, x]\n"
 	    "  setup: [\"ok {attempt}\", \"echo {b\"]\n",
-	    "t.yaml:5:27: error: program.setup: unclosed '{' at '{b'");
+	    "t.yaml:5:27: error: program.setup: unclosed '{' (a {name} is "
+	    "letters, digits and '_' between braces; write '{{' for a literal "
+	    "brace) at '{b'");
 	expect_error(HEAD "program:\n  command: \"sh -c 'a; }'\"\n",
-	    "program.command: unopened '}' at '}''");
+	    "program.command: unopened '}' (write '}}' for a literal brace) "
+	    "at '}''");
 	expect_error(HEAD "program:\n  command: [sh, \"{lr-x}\"]\n",
-	    "unclosed '{' at '{lr-x}'");
+	    "brace) at '{lr-x}'");
 	expect_error(HEAD "program:\n  command: [\"\", x]\n",
 	    "program.command: the first word, the program, is empty");
 	expect_error(HEAD "program:\n  command: [sh, [x]]\n",
