@@ -95,8 +95,9 @@ struct launch_prog {
 	char		**ckpts;	/* complete checkpoints, oldest first */
 	size_t		  nckpts;
 	int64_t		  ncheckpoints;	/* announced in this attempt */
+	int		  trained;	/* a step line came in this attempt */
 	int		  stopping;	/* cadre asked the program to stop */
-	int		  stop_saved;	/* and it saved since */
+	int		  stop_saved;	/* and it saved since, or had nothing to save */
 };
 
 /* The mpirun (or srun) command's words and the strings they point to. */

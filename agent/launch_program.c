@@ -453,6 +453,7 @@ tail_line(void *ctx, enum rundir_line kind, const char *line, size_t len,
 	    RUNDIR_LINE_MAX, &o, &ev) != 0)
 		return 0;
 	if (strcmp(ev, MX_EV_STEP) == 0) {
+		lp->trained = 1;
 		if (cjson_get_int(o, MX_STEP, &v) == 0)
 			lp->last_step = v;
 		if (cjson_get_int(o, MX_SAMPLES, &v) == 0)
@@ -483,8 +484,16 @@ launch_program_tick(struct launch *l, struct launch_prog *lp, pid_t pid)
 	(void)rundir_read_lines(path, &o, tail_line, ctx);
 	free(path);
 	/* A timed checkpoint is due: ask for it (a request still waiting
-	 * for its checkpoint is taken over by the newer mark). */
+	 * for its checkpoint is taken over by the newer mark). Only once
+	 * the program trains: before its first step line its handler may
+	 * not be there yet, and the signal would kill it. A mark passed
+	 * before then is skipped. */
 	if (!lp->stopping && lp->next_mark > 0 && pid > 0 &&
+	    program_elapsed(lp) >= lp->next_mark && !lp->trained) {
+		log_info("timed checkpoint due at %.0f s: the program has "
+		    "not written a step line yet; skipped", lp->next_mark);
+		lp->next_mark += (double)lp->p.checkpoint_every;
+	} else if (!lp->stopping && lp->next_mark > 0 && pid > 0 &&
 	    program_elapsed(lp) >= lp->next_mark) {
 		log_info("timed checkpoint due at %.0f s: %s to the ranks",
 		    lp->next_mark, sigabbrev_np(lp->p.signal) != NULL ?
@@ -509,6 +518,13 @@ launch_program_stop(struct launch_prog *lp, pid_t pid)
 	else
 		close(fd);
 	lp->pending_due = 0;
+	if (!lp->trained) {
+		/* nothing to save yet, and a handler perhaps not yet set */
+		log_notice("the program has not written a step line yet: "
+		    "stopping it without a checkpoint request");
+		lp->stop_saved = 1;
+		return;
+	}
 	kill(pid, SIGUSR1);
 }
 

@@ -283,12 +283,11 @@ pass_signal(pid_t pid, int sig, const struct rank_signals *rs)
 		return;
 	}
 	if (sig == SIGUSR1) {
-		if (rs->per_node && rank_signal_ranks(pid,
-		    rs->ckpt_signal) == 0)
+		if (!rs->per_node)
+			kill(pid, rs->ckpt_signal);
+		else if (rank_signal_ranks(pid, rs->ckpt_signal) == 0)
 			log_warn("checkpoint request: the launcher has no "
 			    "ranks (LOCAL_RANK) yet; not passed on");
-		else
-			kill(pid, rs->ckpt_signal);
 	} else if (sig == SIGUSR2)
 		kill(-pid, SIGTERM);
 	else
