@@ -254,18 +254,15 @@ srun_words(struct launch *l, const char *srun, int per_node, char **av,
  * A `once` program: launch runs `cadre-agent rank --program FILE --rank 0`
  * itself on the head node; the program starts the ranks. Its mpirun
  * reaches the nodes through the agents (Open MPI's rsh agent and the MCA
- * settings launch gives its own mpirun, as variables, with the run's
- * variables forwarded), and an `ssh` first on its PATH is
- * `cadre-agent rsh` with the run's pinned keys.
+ * settings launch gives its own mpirun, as variables), and an `ssh` first
+ * on its PATH is `cadre-agent rsh` with the run's pinned keys.
  */
 static int
 once_command(struct launch *l, struct launch_cmd *c)
 {
-	const char *const *ex = launch_program_exported();
 	struct cbuf	 b;
 	char		*bindir, *ssh, *path;
 	const char	*old;
-	size_t		 i;
 	int		 error;
 
 	bindir = rundir_path(l->rundir, RUNDIR_BIN);
@@ -300,10 +297,12 @@ once_command(struct launch *l, struct launch_cmd *c)
 		setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
 		setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
 	}
-	cbuf_reset(&b);
-	for (i = 0; ex[i] != NULL; i++)
-		cbuf_addf(&b, "%s%s", i > 0 ? ";" : "", ex[i]);
-	setenv("OMPI_MCA_mca_base_env_list", b.data, 1);
+	/* The head node's name for the rank's log (the agents set it for
+	 * what they run). Not OMPI_MCA_mca_base_env_list for the run's
+	 * variables: Open MPI refuses it together with -x, which mpirun
+	 * commands use; ranks on the head node inherit them, the others get
+	 * what -x names. */
+	setenv("CADRE_NODE", l->nodes[0].name, 1);
 	c->av = xcalloc(8, sizeof *c->av);
 	c->av[0] = (char *)agent_self_path();
 	c->av[1] = (char *)"rank";

@@ -72,33 +72,25 @@ rundir_expand(const char *text, rundir_lookup_fn lookup, void *ctx, int shell,
 			p += 2;
 			continue;
 		}
-		if (*p == '}') {
-			*errpos = (size_t)(p - text);
-			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
-			    "unopened '}' (write '}}' for a literal brace)");
-		}
-		if (*p != '{') {
-			n = strcspn(p, "{}");
+		/* the shell's ${VAR}, a JSON object, a brace group: as
+		 * they are */
+		for (q = p + 1; *p == '{' && ((*q >= 'a' && *q <= 'z') ||
+		    (*q >= 'A' && *q <= 'Z') || *q == '_' || (q > p + 1 &&
+		    *q >= '0' && *q <= '9')); q++)
+			;
+		if (*p != '{' || q == p + 1 || *q != '}' ||
+		    (p > text && p[-1] == '$')) {
+			n = 1 + strcspn(p + 1, "{}");
 			if ((error = cbuf_add(out, p, n)) != 0)
 				return error;
 			p += n;
 			continue;
 		}
 		*errpos = (size_t)(p - text);
-		for (q = p + 1; (*q >= 'a' && *q <= 'z') || (*q >= 'A' &&
-		    *q <= 'Z') || *q == '_' || (q > p + 1 && *q >= '0' &&
-		    *q <= '9'); q++)
-			;
-		if (*q != '}')
-			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
-			    "unclosed '{' (a {name} is letters, digits and "
-			    "'_' between braces; write '{{' for a literal "
-			    "brace)");
 		n = (size_t)(q - p - 1);
-		if (n == 0 || n > RUNDIR_NAME_MAX)
+		if (n > RUNDIR_NAME_MAX)
 			return cadre_errf(msg, msglen, CADRE_ERR_INVALID,
-			    n == 0 ? "an empty {}" : "a {name} of more than %d "
-			    "bytes", RUNDIR_NAME_MAX);
+			    "a {name} of more than %d bytes", RUNDIR_NAME_MAX);
 		memcpy(name, p + 1, n);
 		name[n] = '\0';
 		if ((v = lookup(name, ctx)) == NULL)

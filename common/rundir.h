@@ -203,12 +203,13 @@ extern const struct rundir_placeholder rundir_placeholders[];
 const char *rundir_placeholder_env(const char *name);
 
 /*
- * Expands the {name}s of text into out: "{{" and "}}" are literal braces;
- * each {name} ([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes) is replaced by
- * what lookup returns (NULL: unknown). With shell set, each value enters
- * as one sh word (cbuf_add_shell_word). 0, or CADRE_ERR_INVALID (an
- * unknown name, an unclosed or empty brace, a stray "}") with the message
- * and the byte offset of the bad part in *errpos, or CADRE_ERR_TOO_LARGE
+ * Expands the {name}s of text into out: each {name} ([A-Za-z_][A-Za-z0-9_]*
+ * between braces, at most 64 bytes, not after a '$') is replaced by what
+ * lookup returns (NULL: unknown); "{{" and "}}" are single braces; any
+ * other brace stays as it is (the shell's ${VAR} and brace groups, JSON).
+ * With shell set, each value enters as one sh word (cbuf_add_shell_word).
+ * 0, or CADRE_ERR_INVALID (an unknown or too long name) with the message
+ * and the byte offset of the {name} in *errpos, or CADRE_ERR_TOO_LARGE
  * (out's bound). The one reader of the syntax: the spec's check passes a
  * lookup that knows the names, the agent one that gives the values.
  */

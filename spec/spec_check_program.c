@@ -182,9 +182,9 @@ unknown_name(struct spec_cx *cx, const char *what, const struct ynode *at,
 		cbuf_addf(&var, "%s%s", i > 0 ? ", " : "", vars->v[i]);
 	shown = spec_show(name, len);
 	spec_node_error(cx, at, "%s: unknown placeholder {%s}: not a built-in "
-	    "name (%s) nor a var (%s); write {{ and }} for literal braces",
+	    "name (%s) nor a var (%s); write {{%s}} for the text itself",
 	    what, shown, built.data, vars->n > 0 ? var.data :
-	    "program.vars has none");
+	    "program.vars has none", shown);
 	free(shown);
 	cbuf_free(&built);
 	cbuf_free(&var);

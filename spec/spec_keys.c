@@ -245,7 +245,7 @@ static const struct spec_key_info keys[SPEC_KEY_COUNT] = {
 
 	[SPEC_K_PROG_COMMAND] = { "program.command", SPEC_T_COMMAND, R,
 	    INT(1, SPEC_MAX_LIST),
-	    .doc = "Your own program instead of the trainer: a list of words (no shell), or a string run by sh -c; {name} is a value of the run, {{ and }} are braces." },
+	    .doc = "Your own program instead of the trainer: a list of words (no shell), or a string run by sh -c; {name} is a value of the run; other braces stay as written." },
 	[SPEC_K_PROG_LAUNCH] = { "program.launch", SPEC_T_ENUM, M,
 	    .values = launches, .def = PROGRAM_LAUNCH_PER_RANK,
 	    .doc = "Copies started: one per rank, one per node (a launcher such as torchrun), or once on the head node." },

@@ -1,5 +1,5 @@
 #!/bin/sh
-# DRAFT (the agent's side of programs is not in yet): user programs end
+# User programs end
 # to end with `cadre run` on the local backend (virtual nodes 127.0.3.N
 # on this machine), the example program etc/examples/torchrun-ddp/
 # train.py (a tiny BERT, DDP over gloo) and tests/program/print_steps.py:
@@ -194,7 +194,7 @@ fi
 cat > "$work/ssh.yaml" <<'SPEC'
 version: 1
 name: ssh
-scheduler: { backend: local, time_limit: 2m }
+scheduler: { backend: local, time_limit: 5m }
 agent: { startup_timeout: 30s }
 resources: { nodes: 2 }
 program:
@@ -234,8 +234,10 @@ if run preempt; then
 	rd=$CADRE_STATE_DIR/runs/$r
 	grep -q '"event":"checkpoint"' "$rd/metrics.jsonl" ||
 	    fail "preempt: no checkpoint event"
-	a=$(cadre status "$r" --json 2>/dev/null | sed -n 's/^ *"attempts": \([0-9]*\),*$/\1/p' | head -n 1)
-	check "preempt: attempts" "$a" 2
+	check "preempt: two attempts, the second resumed from a checkpoint" \
+	    "$(grep -c '"event":"start".*"by_cadre":true' "$rd/metrics.jsonl") $(grep '"event":"start".*"attempt":2' "$rd/metrics.jsonl" | grep -c '"resumed_from":"[^"]*checkpoints/step-')" "2 1"
+	check "preempt: the first attempt ended preempted" \
+	    "$(grep -c '"reason": "preempted"' "$rd"/status.*.json 2>/dev/null | awk -F: '{ s += $NF } END { print s }')" 1
 	weights preempt
 	metrics preempt
 fi
@@ -246,7 +248,7 @@ fi
 cat > "$work/regex.yaml" <<SPEC
 version: 1
 name: regex
-scheduler: { backend: local, time_limit: 2m }
+scheduler: { backend: local, time_limit: 5m }
 agent: { startup_timeout: 30s }
 program:
   command: [$py, $print_steps, --steps, "40", --step-sleep, "0.05"]

@@ -280,11 +280,16 @@ START_TEST(test_expand)
 		{ "plain", 0, "plain", 0 },
 		{ "", 0, "", 0 },
 		{ "x{nope}", 0, NULL, 1 },
-		{ "x{batch", 0, NULL, 1 },
-		{ "ab{}", 0, NULL, 2 },
-		{ "a}b", 0, NULL, 1 },
-		{ "{ba-tch}", 0, NULL, 0 },
-		{ "{1x}", 0, NULL, 0 },
+		{ "a {batch} {nope}", 0, NULL, 10 },
+		{ "x{batch", 0, "x{batch", 0 },
+		{ "ab{}", 0, "ab{}", 0 },
+		{ "a}b", 0, "a}b", 0 },
+		{ "{ba-tch}", 0, "{ba-tch}", 0 },
+		{ "{1x}", 0, "{1x}", 0 },
+		{ "${HOME} ${batch}", 0, "${HOME} ${batch}", 0 },
+		{ "{ echo {batch}; }", 1, "{ echo 32; }", 0 },
+		{ "'{\"a\": {batch}}'", 0, "'{\"a\": 32}'", 0 },
+		{ "{{batch}}", 0, "{batch}", 0 },
 	};
 	struct cbuf	b;
 	char		msg[256];
