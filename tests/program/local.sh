@@ -179,7 +179,8 @@ fi
 # ---------------------------------------------------------------- once: mpirun
 spec mpirun "  command: [mpirun, $root--hostfile, '{hostfile}', -np, '{ranks}',
             -x, MASTER_ADDR, -x, MASTER_PORT, -x, OMP_NUM_THREADS, -x, GLOO_SOCKET_IFNAME,
-            -x, CADRE_RESUME_FROM,
+            -x, CADRE_RESUME_FROM, -x, CADRE_METRICS, -x, CADRE_CHECKPOINT_DIR,
+            -x, CADRE_STOP_FILE,
             $py, $train, --steps, '{steps}', --weights-out, '{run_dir}/weights']
   launch: once" "resources: { nodes: 2, ranks_per_node: 1 }"
 if run mpirun; then
