@@ -241,7 +241,84 @@ if run preempt; then
 	    "$(grep -c '"reason": "preempted"' "$rd"/status.*.json 2>/dev/null | awk -F: '{ s += $NF } END { print s }')" 1
 	weights preempt
 	metrics preempt
+	# both attempts' step lines, each step once: steps 1..30 measured
+	# once each (30 - skip_steps 5 lines of samples/s)
+	cadre report preempt --format json > "$work/preempt.json" 2>/dev/null
+	check "preempt: the report counts both attempts' steps once" \
+	    "$("$py" -c 'import json,sys; c=json.load(open(sys.argv[1]))["runs"]; print(len(c), c[0]["state"], c[0]["attempts"], c[0]["measured_steps"])' "$work/preempt.json" 2>&1)" \
+	    "1 done 2 25"
 fi
+
+# ---------------------------------------------------------------- timed
+# checkpoint_every 5s: requests at each 5 s of program time once the
+# program trains; their checkpoint lines carry due_s, and report --at
+# lists the configuration at 10 s.
+spec timed "  command: [$py, $train, --steps, '60', --step-sleep, '0.25']
+  launch: per_rank
+  checkpoint_every: 5s
+  keep_checkpoints: 2" "resources: { nodes: 1, ranks_per_node: 1 }"
+if run timed; then
+	r=$(runs timed)
+	rd=$CADRE_STATE_DIR/runs/$r
+	dues=$(sed -n 's/.*"due_s":\([0-9.]*\).*/\1/p' "$rd/metrics.jsonl" | tr '\n' ' ')
+	"$py" - "$dues" <<'PY' && pass "timed: checkpoint marks at 5 s multiples: $dues" || fail "timed: marks '$dues'"
+import sys
+d = [float(x) for x in sys.argv[1].split()]
+sys.exit(0 if len(d) >= 2 and all(abs(x / 5 - round(x / 5)) < 1e-9 for x in d) and d == sorted(set(d)) else 1)
+PY
+	check "timed: keep_checkpoints 2 pruned the older ones" \
+	    "$(ls -d "$rd"/checkpoints/step-* 2>/dev/null | wc -l)" 2
+	at=$(echo "$dues" | awk '{ print int($1) }')
+	cadre report timed --at "${at}s" --format json > "$work/at.json" 2> "$work/at.err"
+	check "timed: report --at ${at}s lists the configuration's checkpoint" \
+	    "$("$py" -c 'import json,sys; a=json.load(open(sys.argv[1]))["at"]; print(sum(c["runs_at"] for t in a for c in t["configs"]))' "$work/at.json" 2>&1)" 1
+fi
+
+# ---------------------------------------------------------------- bad runs
+# A command that is not there: the run fails with exit 127 and "command
+# not found" in its reason. A program writing malformed metrics lines: a
+# warning per line in the report, the run still counted. One writing
+# 10 GB without a newline: the logs are capped and nothing hangs.
+cat > "$work/bad.yaml" <<SPEC
+version: 1
+name: bad
+scheduler: { backend: local, time_limit: 5m }
+agent: { startup_timeout: 30s }
+program:
+  command: "{what}"
+  launch: per_rank
+  vars: { what: x }
+retries: { max: 0 }
+include:
+  - { program.vars.what: /nonexistent/train }
+  - { program.vars.what: "for i in 1 2 3 4 5 6; do echo '{\"event\":\"step\",\"step\":'\$i',\"loss\":1,\"elapsed_s\":'\$i',\"samples_per_s\":100}' >> \$CADRE_METRICS; done; echo 'not json' >> \$CADRE_METRICS; echo '{\"event\":\"step\",\"step\":\"x\"}' >> \$CADRE_METRICS" }
+  - { program.vars.what: "head -c 10G /dev/zero | tr '\\\\0' x; echo; echo done" }
+SPEC
+cadre run "$work/bad.yaml" > "$work/bad.out" 2> "$work/bad.err"
+for r in $(runs bad); do
+	st=$CADRE_STATE_DIR/runs/$r/status.json
+	case "$(cat "$CADRE_STATE_DIR/runs/$r/program.json")" in
+	*nonexistent*)
+		grep -q '"reason": "failed"' "$st" && grep -q 'status 127 (command not found)' "$st" &&
+		    pass "bad: a missing command fails with exit 127, command not found" ||
+		    fail "bad: missing command: $(cat "$st" 2>&1 | head -30)" ;;
+	*CADRE_METRICS*)
+		grep -q '"reason": "done"' "$st" && pass "bad: malformed metrics lines: the run is done" ||
+		    fail "bad: malformed metrics: $(cat "$st" 2>&1 | head)" ;;
+	*10G*)
+		log=$CADRE_STATE_DIR/runs/$r/log/rank-0.log
+		sz=$(stat -c %s "$log" 2>/dev/null || echo 0)
+		grep -q '"reason": "done"' "$st" && [ "$sz" -le $((256 * 1024 * 1024 + 70000)) ] &&
+		    grep -q 'dropped (CADRE_LOG_MAX)' "$log" &&
+		    pass "bad: 10 GB of output: done, the log capped at $sz bytes" ||
+		    fail "bad: 10 GB of output: log $sz bytes: $(cat "$st" 2>&1 | head)" ;;
+	esac
+done
+cadre report bad --format json > "$work/bad.json" 2> "$work/bad.rerr"
+grep -q 'metrics.jsonl:7:.*not JSON\|metrics.jsonl:7:' "$work/bad.rerr" &&
+    grep -q 'metrics.jsonl:8:' "$work/bad.rerr" &&
+    pass "bad: the report warns about each malformed metrics line" ||
+    fail "bad: report warnings: $(cat "$work/bad.rerr")"
 
 # ---------------------------------------------------------------- metrics.regex
 # print_steps.py prints "step N loss L samples/s X", and "step x loss"
