@@ -215,21 +215,21 @@ status 3"
 fi
 
 # ---------------------------------------------------------------- preempted
-# 1 node x 2 under torchrun, slow steps: the time limit's SIGUSR1 (1m
-# limit, 50s grace: at 10 s) with the stop file: a checkpoint, exit 75,
+# 1 node x 2 under torchrun, slow steps (1 s): the time limit's SIGUSR1
+# (2m limit, 90s grace: at 30 s) with the stop file: a checkpoint, exit 75,
 # requeued, resumed from it, done; the same weights as the runs above.
 # The command is a string (sh -c, the contract's variables instead of
 # {name}s): the second attempt's steps are not slowed, so that it ends
-# before its own 10 s.
+# well before its own 30 s.
 spec preempt "  command: >-
     exec $py -m torch.distributed.run --nnodes \$CADRE_NNODES
     --nproc_per_node \$CADRE_NPROC_PER_NODE --rdzv_backend c10d
     --rdzv_endpoint \$CADRE_RDZV_ENDPOINT --redirects 1 --tee 1
     $train --steps $STEPS --weights-out \$CADRE_RUN_DIR/weights
-    --step-sleep \$( [ \"\$CADRE_ATTEMPT\" = 1 ] && echo 0.5 || echo 0 )
+    --step-sleep \$( [ \"\$CADRE_ATTEMPT\" = 1 ] && echo 1 || echo 0 )
   launch: per_node
   checkpoint_every: 0s" "resources: { nodes: 1, ranks_per_node: 2 }"
-sed -i 's/time_limit: 5m/time_limit: 1m, signal_grace: 50s/' "$work/preempt.yaml"
+sed -i 's/time_limit: 5m/time_limit: 2m, signal_grace: 90s/' "$work/preempt.yaml"
 if run preempt; then
 	r=$(runs preempt)
 	rd=$CADRE_STATE_DIR/runs/$r
@@ -285,12 +285,12 @@ name: bad
 scheduler: { backend: local, time_limit: 5m }
 agent: { startup_timeout: 30s }
 program:
-  command: "{what}"
+  command: [sh, -c, "{what}"]
   launch: per_rank
   vars: { what: x }
 retries: { max: 0 }
 include:
-  - { program.vars.what: /nonexistent/train }
+  - { program.vars.what: "exec /nonexistent/train" }
   - { program.vars.what: "for i in 1 2 3 4 5 6; do echo '{\"event\":\"step\",\"step\":'\$i',\"loss\":1,\"elapsed_s\":'\$i',\"samples_per_s\":100}' >> \$CADRE_METRICS; done; echo 'not json' >> \$CADRE_METRICS; echo '{\"event\":\"step\",\"step\":\"x\"}' >> \$CADRE_METRICS" }
   - { program.vars.what: "head -c 10G /dev/zero | tr '\\\\0' x; echo; echo done" }
 SPEC
