@@ -244,7 +244,9 @@ record_checkpoints(struct state *st, const char *run_id, const char *run_dir,
 			snprintf(msg, sizeof msg, "%s", rr == CADRE_ERR_TOO_LARGE ?
 			    "too large" : cadre_strerror(rr));
 		free(text);
-		if (rr != 0)
+		if (rr == CADRE_ERR_NOT_FOUND)
+			;	/* a program's own checkpoint (docs/program.md) */
+		else if (rr != 0)
 			log_warn("run %s: %s: %s: not recorded", run_id, path, msg);
 		else if (m.due_s > 0 && m.step != step)
 			log_warn("run %s: %s: says step %" PRId64 ": not recorded",

@@ -315,8 +315,9 @@ for r in $(runs bad); do
 	esac
 done
 cadre report bad --format json > "$work/bad.json" 2> "$work/bad.rerr"
-grep -q 'metrics.jsonl:7:.*not JSON\|metrics.jsonl:7:' "$work/bad.rerr" &&
-    grep -q 'metrics.jsonl:8:' "$work/bad.rerr" &&
+# lines: cadre's start event, 6 steps, the two bad ones
+grep -q 'metrics.jsonl:8:1: warning: skipped: not JSON' "$work/bad.rerr" &&
+    grep -q 'metrics.jsonl:9:1: warning: skipped' "$work/bad.rerr" &&
     pass "bad: the report warns about each malformed metrics line" ||
     fail "bad: report warnings: $(cat "$work/bad.rerr")"
 

@@ -61,4 +61,7 @@ while step < args.steps:
     os.rename(final + ".tmp", final)
     print(f"checkpoint step {step} path {os.path.abspath(final)}", flush=True)
     if stop_file and os.path.exists(stop_file):
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         sys.exit(75)  # saved and stopped: requeue me
+# Done: Python puts the default action (death) back as it exits.
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)

@@ -123,7 +123,11 @@ def main():
         stop = acc.reduce(torch.tensor([float(bool(stop_file) and os.path.exists(stop_file))],
                                        device=acc.device), reduction="sum")
         if stop.item() > 0:
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)
             sys.exit(EXIT_REQUEUE)
+    # Training is over: a request from now on has nothing to save, and
+    # Python puts the default action (death) back as it exits.
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     acc.wait_for_everyone()
 
 

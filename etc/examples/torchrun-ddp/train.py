@@ -204,9 +204,13 @@ def main():
         stop = torch.tensor([float(bool(stop_file) and os.path.exists(stop_file))])
         dist.all_reduce(stop, op=dist.ReduceOp.MAX)
         if stop.item() > 0:
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)
             dist.destroy_process_group()
             sys.exit(EXIT_REQUEUE)
 
+    # Training is over: a request from now on has nothing to save, and
+    # Python puts the default action (death) back as it exits.
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     if args.weights_out:
         os.makedirs(args.weights_out, exist_ok=True)
         with open(os.path.join(args.weights_out, f"weights-rank-{rank}.sha256"), "w") as f:
