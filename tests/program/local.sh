@@ -314,6 +314,29 @@ for r in $(runs bad); do
 		    fail "bad: 10 GB of output: log $sz bytes: $(cat "$st" 2>&1 | head)" ;;
 	esac
 done
+# setup: once per node before the program; the first failure ends the
+# run failed, naming the node, the command and its status.
+cat > "$work/setup.yaml" <<'SPEC'
+version: 1
+name: setup
+scheduler: { backend: local, time_limit: 5m }
+agent: { startup_timeout: 30s }
+resources: { nodes: 2 }
+program:
+  command: [touch, "{run_dir}/program-ran"]
+  launch: per_node
+  setup: ["echo set up > \"$CADRE_RUN_DIR/setup.$CADRE_NODE_RANK\"", "test -e /nonexistent-data"]
+retries: { max: 0 }
+SPEC
+cadre run "$work/setup.yaml" > "$work/setup.out" 2> "$work/setup.err"
+r=$(runs setup)
+rd=$CADRE_STATE_DIR/runs/$r
+[ -f "$rd/setup.0" ] && [ -f "$rd/setup.1" ] && [ ! -e "$rd/program-ran" ] &&
+    grep -q '"reason": "failed"' "$rd/status.json" &&
+    grep -q "setup on node[12]: 'test -e /nonexistent-data' exited with status 1" "$rd/status.json" &&
+    pass "setup: ran on both nodes; its failure ends the run failed with the command" ||
+    fail "setup: $(ls "$rd"; cat "$rd/status.json" 2>&1 | head -20)"
+
 cadre report bad --format json > "$work/bad.json" 2> "$work/bad.rerr"
 # lines: cadre's start event, 6 steps, the two bad ones
 grep -q 'metrics.jsonl:8:1: warning: skipped: not JSON' "$work/bad.rerr" &&
