@@ -37,6 +37,21 @@ else
 	failed=1
 fi
 
+# docs/program.md carries the program section's rows the same way,
+# between "<!-- program-keys:begin -->" and "<!-- program-keys:end -->":
+# the table's two header lines, then every row of a program.* key.
+pdoc=$top_srcdir/docs/program.md
+{ sed -n 1,2p "$tmp/keys"; grep '^| `program\.' "$tmp/keys"; } >"$tmp/pkeys"
+sed -n '/^<!-- program-keys:begin -->$/,/^<!-- program-keys:end -->$/p' "$pdoc" |
+    sed '1d;$d' >"$tmp/pdoc"
+if [ "$(wc -l <"$tmp/pkeys")" -gt 2 ] && cmp -s "$tmp/pkeys" "$tmp/pdoc"; then
+	echo "PASS: docs/program.md key list equals the program.* rows of cadre keys --markdown"
+else
+	echo "FAIL: docs/program.md key list differs from the program.* rows of cadre keys --markdown:"
+	diff -u "$tmp/pdoc" "$tmp/pkeys" | sed 's/^/  /'
+	failed=1
+fi
+
 # Rows are "| `key` | type | default | allowed | matrix | description |".
 rows=$(grep -c '^| `' "$tmp/keys")
 if [ "$rows" -lt 10 ]; then
