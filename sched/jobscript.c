@@ -99,8 +99,14 @@ jobscript_from_run(const struct spec *s, const struct spec_run *r,
 	js->program = s != NULL && spec_is_program(s);
 	js->experiment = s != NULL ? spec_get_string(s, SPEC_K_NAME) : NULL;
 	js->config_id = spec_run_config_id(r);
-	if (js->program)
-		return;	/* no staging of trainer.data, no eval */
+	if (js->program) {
+		/* a program's data is stage.from; no eval */
+		if (spec_run_is_set(r, SPEC_K_STAGE_TO)) {
+			js->stage_src = spec_run_string(r, SPEC_K_STAGE_FROM);
+			js->stage_dst = spec_run_string(r, SPEC_K_STAGE_TO);
+		}
+		return;
+	}
 	if (spec_run_is_set(r, SPEC_K_STAGE_TO)) {
 		js->stage_src = spec_run_string(r, SPEC_K_DATA);
 		js->stage_dst = spec_run_string(r, SPEC_K_STAGE_TO);

@@ -320,15 +320,21 @@ foreign_at(struct spec_cx *cx, const char *where, enum spec_key k,
 	if ((cx->trainer_key == NULL) == (cx->program_key == NULL))
 		return 0;	/* neither or both: reported as such */
 	if (cx->program_key != NULL && (under(path, "trainer") ||
-	    under(path, "eval") || k == SPEC_K_STAGE_TO)) {
-		hint = k == SPEC_K_STAGE_TO ? "; copy data to the nodes in "
-		    "program.setup" : under(path, "eval") ? "; a program "
+	    under(path, "eval"))) {
+		hint = under(path, "eval") ? "; a program "
 		    "evaluates its checkpoints itself" : "; vary "
 		    "program.vars.NAME instead";
 		diag_error(cx->d, cx->file, line, col, "%s%s%s is for cadre's "
 		    "trainer, and this spec runs a program (it has a program "
 		    "section)%s", where != NULL ? where : "",
 		    where != NULL ? ": " : "", path, hint);
+		return 1;
+	}
+	if (cx->trainer_key != NULL && k == SPEC_K_STAGE_FROM) {
+		diag_error(cx->d, cx->file, line, col, "%s%sstage.from is for "
+		    "a program: the trainer stages trainer.data; remove "
+		    "stage.from", where != NULL ? where : "",
+		    where != NULL ? ": " : "");
 		return 1;
 	}
 	if (cx->trainer_key != NULL && under(path, "program")) {
@@ -368,9 +374,21 @@ check_kind(struct spec_cx *cx, const struct ynode *root)
 	s->program = cx->program_key != NULL;
 	/* The trainer's keys outside its section, given to a program. */
 	for (k = 0; k < SPEC_KEY_COUNT; k++) {
-		if (s->v[k].line != 0 && (k == SPEC_K_STAGE_TO ||
+		if (s->v[k].line != 0 && (k == SPEC_K_STAGE_FROM ||
 		    under(spec_key_info(k)->path, "eval")))
 			foreign_at(cx, NULL, k, s->v[k].line, s->v[k].col);
+	}
+	/* A program stages what stage.from names: both or neither. */
+	if (s->program && cx->trainer_key == NULL &&
+	    (s->v[SPEC_K_STAGE_TO].line != 0) !=
+	    (s->v[SPEC_K_STAGE_FROM].line != 0)) {
+		k = s->v[SPEC_K_STAGE_TO].line != 0 ? SPEC_K_STAGE_TO :
+		    SPEC_K_STAGE_FROM;
+		diag_error(cx->d, cx->file, s->v[k].line, s->v[k].col,
+		    "%s: a program is staged with stage.from (its data) and "
+		    "stage.to (where it goes on each node); add %s",
+		    spec_key_info(k)->path, k == SPEC_K_STAGE_TO ?
+		    "stage.from" : "stage.to");
 	}
 }
 

@@ -141,7 +141,9 @@ static const struct spec_key_info keys[SPEC_KEY_COUNT] = {
 	    .def = "mpirun",
 	    .doc = "What starts the ranks: Open MPI's mpirun over the agents, or srun (Slurm only)." },
 	[SPEC_K_STAGE_TO] = { "stage.to", SPEC_T_PATH, 0,
-	    .doc = "Copy trainer.data to this node-local directory on every node first (checked by SHA-256); the trainer reads the copy." },
+	    .doc = "Copy trainer.data (a program: stage.from) to this node-local directory on every node first (checked by SHA-256); the trainer reads the copy." },
+	[SPEC_K_STAGE_FROM] = { "stage.from", SPEC_T_PATH, 0,
+	    .doc = "A program's data to copy to stage.to on every node first; the program reads the copy there (the trainer stages trainer.data)." },
 
 	[SPEC_K_MODEL] = { "trainer.model", SPEC_T_MODEL, M, .values = models,
 	    .def = "bert-base",

@@ -337,6 +337,26 @@ rd=$CADRE_STATE_DIR/runs/$r
     pass "setup: ran on both nodes; its failure ends the run failed with the command" ||
     fail "setup: $(ls "$rd"; cat "$rd/status.json" 2>&1 | head -20)"
 
+# stage: a program's stage.from copied to stage.to on every node first
+mkdir -p "$work/data/sub" && echo shard > "$work/data/sub/a.txt"
+cat > "$work/stage.yaml" <<SPEC
+version: 1
+name: stage
+scheduler: { backend: local, time_limit: 5m }
+agent: { startup_timeout: 30s }
+resources: { nodes: 2 }
+stage: { from: $work/data, to: "$work/staged-%n" }
+program:
+  command: "cat $work/staged-node\$((CADRE_NODE_RANK + 1))/sub/a.txt > \$CADRE_RUN_DIR/read.\$CADRE_NODE_RANK"
+  launch: per_node
+retries: { max: 0 }
+SPEC
+cadre run "$work/stage.yaml" > "$work/stage.out" 2> "$work/stage.err"
+r=$(runs stage)
+rd=$CADRE_STATE_DIR/runs/$r
+check "stage: each node read its staged copy of stage.from" \
+    "$(cat "$rd/read.0" "$rd/read.1" 2>&1 | tr '\n' ' ')" "shard shard "
+
 cadre report bad --format json > "$work/bad.json" 2> "$work/bad.rerr"
 # lines: cadre's start event, 6 steps, the two bad ones
 grep -q 'metrics.jsonl:8:1: warning: skipped: not JSON' "$work/bad.rerr" &&
