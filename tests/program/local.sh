@@ -42,6 +42,8 @@
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 . "$top_srcdir/tests/lib.sh"
+[ -z "${CADRE_DISTCHECK_FAST:-}" ] ||
+    skip "three minutes of PyTorch runs that make check ran (CADRE_DISTCHECK_FAST)"
 for p in cadre cadre-agent; do
 	[ -x "$top_builddir/$p" ] || skip "$p not built"
 done
