@@ -506,7 +506,6 @@ program_begin(struct launch *l, struct launch_opts *o, char *hostfile,
 		l->nprocs = (int)l->n;
 	else if (lp->p.launch == PROGRAM_ONCE)
 		l->nprocs = 1;
-	(void)hostfile;
 	if (lp->p.nsetup > 0) {
 		log_info("setup: %zu command(s) on each of %zu node(s)",
 		    lp->p.nsetup, l->n);

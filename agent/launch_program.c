@@ -107,12 +107,8 @@ next_attempt(struct launch *l)
 	}
 	v++;
 	snprintf(buf, sizeof buf, "%lld\n", (long long)v);
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-	    O_NOFOLLOW, 0600)) == -1 ||
-	    write(fd, buf, strlen(buf)) != (ssize_t)strlen(buf))
+	if (fs_write_atomic(path, buf, strlen(buf), 0600) != 0)
 		log_warn("%s: %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
 	free(path);
 	return (int)v;
 }

@@ -92,6 +92,24 @@ fs_remove_tree(const char *path)
 	return 0;
 }
 
+/* fsyncs the directory holding path, so that a rename into it is
+ * durable. */
+static int
+sync_parent(const char *path)
+{
+	const char	*slash = strrchr(path, '/');
+	char		*dir;
+	int		 r, saved;
+
+	dir = slash == NULL ? xstrdup(".") : slash == path ? xstrdup("/") :
+	    xstrndup(path, (size_t)(slash - path));
+	r = fs_fsync_dir(dir);
+	saved = errno;
+	free(dir);
+	errno = saved;
+	return r;
+}
+
 int
 fs_write_atomic(const char *path, const void *data, size_t len, int mode)
 {
@@ -123,7 +141,7 @@ fs_write_atomic(const char *path, const void *data, size_t len, int mode)
 	if (rename(tmp, path) == -1)
 		goto fail;
 	free(tmp);
-	return 0;
+	return sync_parent(path);
 
  fail:
 	saved = errno;

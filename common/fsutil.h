@@ -3,6 +3,8 @@
 #ifndef CADRE_FSUTIL_H
 #define CADRE_FSUTIL_H
 
+#include <stddef.h>
+
 /* fsync()s directory dir, so that a rename or unlink in it survives a
  * crash. 0, or CADRE_ERR_SYSTEM with errno set. */
 int fs_fsync_dir(const char *dir);
@@ -22,10 +24,10 @@ int fs_remove_flat_dir(const char *dir);
  * checkpoints. */
 int fs_remove_tree(const char *path);
 
-/* Writes len bytes of data to path atomically (a temporary file in the
- * same directory, fsync, rename) with mode. 0, or CADRE_ERR_SYSTEM
- * (errno). */
-#include <stddef.h>
+/* Writes len bytes of data to path atomically and durably: a temporary
+ * file NAME.tmp.XXXXXX in the same directory, fsync, rename, fsync of the
+ * directory; mode as given. The one way cadre replaces a file
+ * (cjson_write_atomic too). 0, or CADRE_ERR_SYSTEM (errno). */
 int fs_write_atomic(const char *path, const void *data, size_t len, int mode);
 
 #endif

@@ -132,89 +132,25 @@ cjson_get_bool(const json_t *obj, const char *key, int *out)
 	return 0;
 }
 
-/* fsync the directory holding path, so that a rename into it is durable:
- * 0, or CADRE_ERR_SYSTEM with errno set. */
-static int
-cjson_sync_dir(const char *path)
-{
-	char		*dir;
-	const char	*slash;
-	int		 r, saved;
-
-	if ((slash = strrchr(path, '/')) == NULL)
-		dir = xstrdup(".");
-	else if (slash == path)
-		dir = xstrdup("/");
-	else
-		dir = xstrndup(path, (size_t)(slash - path));
-	r = fs_fsync_dir(dir);
-	saved = errno;
-	free(dir);
-	errno = saved;
-	return r;
-}
-
 int
 cjson_write_atomic(const char *path, const json_t *obj, int mode)
 {
-	char	*tmp = NULL;
-	FILE	*f = NULL;
-	int	 fd = -1, error = CADRE_ERR_SYSTEM, saved, r;
+	char	*text;
+	size_t	 n;
+	int	 error;
 
 	if (obj == NULL)
 		return CADRE_ERR_INVALID;
-	if (mode == 0)
-		mode = 0600;
-
-	xasprintf(&tmp, "%s.tmp.XXXXXX", path);
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
-		free(tmp);
-		tmp = NULL;	/* nothing to unlink */
-		goto out;
+	if ((text = json_dumps(obj, JSON_SORT_KEYS | JSON_INDENT(2) |
+	    JSON_ENCODE_ANY)) == NULL) {
+		errno = ENOMEM;
+		return CADRE_ERR_SYSTEM;
 	}
-	if (fchmod(fd, (mode_t)mode) == -1)
-		goto out;
-	if ((f = fdopen(fd, "w")) == NULL)
-		goto out;
-	fd = -1;	/* f owns it now */
-
-	/*
-	 * jansson does not always set errno when it fails; EIO stands in
-	 * for "it failed without saying why".
-	 */
-	errno = 0;
-	if (json_dumpf(obj, f, JSON_SORT_KEYS | JSON_INDENT(2) |
-	    JSON_ENCODE_ANY) == -1 || fputc('\n', f) == EOF ||
-	    fflush(f) == EOF) {
-		if (errno == 0)
-			errno = EIO;
-		goto out;
-	}
-	if (fsync(fileno(f)) == -1)
-		goto out;
-	r = fclose(f);
-	f = NULL;
-	if (r == EOF)
-		goto out;
-	if (rename(tmp, path) == -1)
-		goto out;
-	free(tmp);
-	tmp = NULL;	/* renamed: nothing to unlink */
-	if (cjson_sync_dir(path) != 0)
-		goto out;
-	error = 0;
-
- out:
-	saved = errno;
-	if (f != NULL)
-		fclose(f);
-	if (fd != -1)
-		close(fd);
-	if (tmp != NULL) {
-		unlink(tmp);
-		free(tmp);
-	}
-	errno = saved;
+	n = strlen(text);
+	text = xreallocarray(text, n + 2, 1);
+	text[n++] = '\n';
+	error = fs_write_atomic(path, text, n, mode != 0 ? mode : 0600);
+	free(text);
 	return error;
 }
 
