@@ -23,6 +23,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_logs,
 	&cli_cmd_cancel,
 	&cli_cmd_run,
+	&cli_cmd_rerun,
 	&cli_cmd_report,
 	&cli_cmd_export,
 	&cli_cmd_script,

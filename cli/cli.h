@@ -43,6 +43,8 @@ extern const struct cli_command cli_cmd_watch;
 extern const struct cli_command cli_cmd_logs;
 extern const struct cli_command cli_cmd_cancel;
 extern const struct cli_command cli_cmd_run;
+extern const struct cli_command cli_cmd_rerun;
+
 /* cadre script and cadre import: runs submitted by hand
  * (cli/cmd_script.c, cli/cmd_import.c). */
 extern const struct cli_command cli_cmd_script;

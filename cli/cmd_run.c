@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "cadred_client.h"
+#include "local.h"
 #include "diag.h"
 #include "duration.h"
 #include "error.h"
@@ -46,6 +47,9 @@ struct run_opts {
 	int		 follow;
 	int64_t		 rank;
 	const char	*config;
+	double		 progress_every;	/* < 0: no progress lines */
+	const char	*spec;			/* rerun --spec */
+	json_t		*which;			/* rerun's flags */
 };
 
 static int
@@ -59,6 +63,27 @@ run_opt(void *ctx, const char *name, const char *arg)
 		o->follow = 1;
 	else if (strcmp(name, "config") == 0)
 		o->config = arg;
+	else if (strcmp(name, "spec") == 0)
+		o->spec = arg;
+	else if (strcmp(name, "quiet") == 0)
+		o->progress_every = -1;
+	else if (strcmp(name, "progress-every") == 0) {
+		int64_t	s;
+
+		if (duration_parse(arg, &s) != 0 || s < 0) {
+			fprintf(stderr, "cadre: --progress-every: expected a "
+			    "duration such as 30s, 5m or 0 (changes only), got "
+			    "'%s'\n", arg);
+			return CADRE_ERR_INVALID;
+		}
+		o->progress_every = (double)s;
+	} else if (strcmp(name, "failed") == 0 ||
+	    strcmp(name, "cancelled") == 0 || strcmp(name, "all") == 0 ||
+	    strcmp(name, "fresh") == 0) {
+		if (o->which == NULL)
+			o->which = json_array();
+		json_array_append_new(o->which, json_string(name));
+	}
 	else if (strcmp(name, "rank") == 0) {
 		if (str_to_int64(arg, &o->rank) != 0 || o->rank < 0 ||
 		    o->rank > 1000000) {
@@ -107,20 +132,6 @@ check_spec(const char *path, char **abs, struct cbuf *text)
 
 /* ---------------------------------------------------------------- table */
 
-static const char *
-jstr(const json_t *o, const char *key)
-{
-	const char	*s = json_string_value(json_object_get(o, key));
-
-	return s != NULL ? s : "";
-}
-
-static int64_t
-jint(const json_t *o, const char *key)
-{
-	return (int64_t)json_integer_value(json_object_get(o, key));
-}
-
 static void
 hhmm(double t, char *buf, size_t len)
 {
@@ -152,20 +163,6 @@ final_state(const char *s)
 	return run_state_parse(s, &st) == 0 && run_state_final(st);
 }
 
-/* Exit status for a finished experiment: 0 when every run is done. */
-static int
-all_done(const json_t *st)
-{
-	const json_t	*r;
-	size_t		 i;
-
-	json_array_foreach(json_object_get(st, "runs"), i, r) {
-		if (strcmp(jstr(r, "state"), run_state_name(RUN_DONE)) != 0)
-			return 0;
-	}
-	return 1;
-}
-
 static int
 every_final(const json_t *st)
 {
@@ -173,13 +170,43 @@ every_final(const json_t *st)
 	size_t		 i;
 
 	json_array_foreach(json_object_get(st, "runs"), i, r) {
-		if (!final_state(jstr(r, "state")))
+		if (!final_state(cli_jstr(r, "state")))
 			return 0;
 	}
 	return 1;
 }
 
-/* status TARGET (NULL: all) from cadred */
+/* The status from the state directory, read-only: what cadred would
+ * answer, as last recorded (nothing is polled). */
+static int
+local_status(const char *target, const char *format, json_t **st, char *err,
+    size_t errlen)
+{
+	static int		 said;
+	struct cli_local	 l;
+	char			*table = NULL;
+	int			 rc;
+
+	if (cli_local_open("status", NULL, 1, &l) != 0)
+		return CADRE_ERR_NOT_FOUND;
+	if (!said) {
+		fprintf(stderr, "cadre: cadred is not running: the state as "
+		    "recorded in %s (read-only; nothing is polled)\n", l.db);
+		said = 1;
+	}
+	if (strcmp(format, "table") == 0) {
+		rc = monitor_status_table(l.m, target, &table, err, errlen);
+		if (rc == 0)
+			*st = json_pack("{s:s}", "table", table);
+		free(table);
+	} else
+		rc = monitor_status(l.m, target, st, err, errlen);
+	cli_local_close(&l);
+	return rc;
+}
+
+/* status TARGET (NULL: all) from cadred, or from the state directory when
+ * no cadred runs (after `cadre run`, or while it is down) */
 static int
 get_status(const char *target, const char *format, json_t **st, char *err,
     size_t errlen)
@@ -192,6 +219,9 @@ get_status(const char *target, const char *format, json_t **st, char *err,
 	json_object_set_new(req, "format", json_string(format));
 	rc = client_request(req, st, err, errlen);
 	json_decref(req);
+	if (rc == CADRE_ERR_NOT_FOUND && local_status(target, format, st, err,
+	    errlen) == 0)
+		return 0;
 	return rc;
 }
 
@@ -203,6 +233,28 @@ strip_envelope(json_t *o)
 }
 
 /* ---------------------------------------------------------------- submit */
+
+/* What a spec submitted again changes (the reply's "changed"): applied
+ * by rerun; submit and run (spec: its path) say how to apply it. */
+static void
+print_changes(const char *who, const json_t *rep, const char *spec)
+{
+	const json_t	*changed = json_object_get(rep, "changed"), *v;
+	size_t		 i;
+
+	if (json_array_size(changed) == 0)
+		return;
+	fprintf(stderr, "cadre %s: experiment %s: the spec %s:\n", who,
+	    cli_jstr(rep, "experiment"), spec != NULL ? "differs from the one "
+	    "recorded (its runs are the same)" : "changes, applied to the "
+	    "attempts to come");
+	json_array_foreach(changed, i, v)
+		fprintf(stderr, "  %s\n", json_string_value(v));
+	if (spec != NULL)
+		fprintf(stderr, "cadre %s: not applied: cadre rerun %s --spec "
+		    "%s applies it (and gives the failed and cancelled runs new "
+		    "attempts)\n", who, cli_jstr(rep, "experiment"), spec);
+}
 
 static int
 run_submit(const struct cli_command *cmd, int argc, char **argv)
@@ -230,11 +282,12 @@ run_submit(const struct cli_command *cmd, int argc, char **argv)
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	printf("%s\n", jstr(rep, "experiment"));
+	printf("%s\n", cli_jstr(rep, "experiment"));
+	print_changes("submit", rep, abs);
 	fprintf(stderr, "cadre submit: experiment %s (%s): %" PRId64 " run%s, "
-	    "%" PRId64 " new\n", jstr(rep, "experiment"), jstr(rep, "name"),
-	    jint(rep, "runs"), jint(rep, "runs") == 1 ? "" : "s",
-	    jint(rep, "new"));
+	    "%" PRId64 " new\n", cli_jstr(rep, "experiment"), cli_jstr(rep, "name"),
+	    cli_jint(rep, "runs"), cli_jint(rep, "runs") == 1 ? "" : "s",
+	    cli_jint(rep, "new"));
 	rc = CLI_EXIT_OK;
 out:
 	json_decref(req);
@@ -274,45 +327,12 @@ run_status(const struct cli_command *cmd, int argc, char **argv)
 		printf("%s\n", s != NULL ? s : "{}");
 		free(s);
 	} else
-		fputs(jstr(st, "table"), stdout);
+		fputs(cli_jstr(st, "table"), stdout);
 	json_decref(st);
 	return CLI_EXIT_OK;
 }
 
 /* ---------------------------------------------------------------- watch */
-
-static void
-watch_line(const json_t *r, int tty, char *buf, size_t len)
-{
-	int64_t	 step = jint(r, "step"), steps = jint(r, "steps");
-	double	 sps = json_number_value(json_object_get(r, "samples_per_s"));
-	double	 gb = (double)jint(r, "global_batch");
-	char	 bar[32], eta[32] = "";
-	int	 i, fill;
-
-	if (step < 0)
-		step = 0;
-	if (sps > 0 && gb > 0 && steps > step &&
-	    !final_state(jstr(r, "state"))) {
-		double	s = (double)(steps - step) * gb / sps;
-
-		snprintf(eta, sizeof eta, " ETA %dh%02dm%02ds", (int)(s / 3600),
-		    (int)(s / 60) % 60, (int)s % 60);
-	}
-	if (tty) {
-		fill = steps > 0 ? (int)(20 * step / steps) : 0;
-		for (i = 0; i < 20; i++)
-			bar[i] = i < fill ? '#' : '.';
-		bar[20] = '\0';
-		snprintf(buf, len, "%-12s %-9s [%s] %" PRId64 "/%" PRId64
-		    " %.1f samples/s%s %s", jstr(r, "id"), jstr(r, "state"),
-		    bar, step, steps, sps, eta, jstr(r, "reason"));
-	} else
-		snprintf(buf, len, "%s %s step %" PRId64 "/%" PRId64
-		    " samples/s %.1f%s%s%s", jstr(r, "id"), jstr(r, "state"),
-		    step, steps, sps, eta, *jstr(r, "reason") != '\0' ? " " :
-		    "", jstr(r, "reason"));
-}
 
 static int
 run_watch(const struct cli_command *cmd, int argc, char **argv)
@@ -343,18 +363,18 @@ run_watch(const struct cli_command *cmd, int argc, char **argv)
 		if (tty)
 			print_unreachable(st, stdout);
 		json_array_foreach(json_object_get(st, "runs"), i, r) {
-			watch_line(r, tty, line, sizeof line);
+			cli_progress_line(r, tty, line, sizeof line);
 			/* plain output: a line when something changed */
-			if (!tty && strcmp(jstr(seen, jstr(r, "id")), line) == 0)
+			if (!tty && strcmp(cli_jstr(seen, cli_jstr(r, "id")), line) == 0)
 				continue;
 			printf("%s\n", line);
 			if (!tty)
-				json_object_set_new(seen, jstr(r, "id"),
+				json_object_set_new(seen, cli_jstr(r, "id"),
 				    json_string(line));
 		}
 		fflush(stdout);
 		if (every_final(st)) {
-			rc = all_done(st) ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+			rc = cli_all_done(st) ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 			break;
 		}
 		json_decref(st);
@@ -406,17 +426,17 @@ run_logs(const struct cli_command *cmd, int argc, char **argv)
 	}
 	r = json_array_get(json_object_get(st, "runs"), 0);
 	if (json_array_size(json_object_get(st, "runs")) != 1 ||
-	    strcmp(jstr(r, "id"), argv[first]) != 0) {
+	    strcmp(cli_jstr(r, "id"), argv[first]) != 0) {
 		fprintf(stderr, "cadre logs: '%s' is not a run id (cadre status "
 		    "EXP lists the runs)\n", argv[first]);
 		goto out;
 	}
 	if (o.rank >= 0)
-		xasprintf(&path, "%s/log/rank-%" PRId64 ".log", jstr(r, "run_dir"),
+		xasprintf(&path, "%s/log/rank-%" PRId64 ".log", cli_jstr(r, "run_dir"),
 		    o.rank);
 	else
-		xasprintf(&path, "%s/" RUNDIR_JOB_OUT, jstr(r, "run_dir"));
-	fin = final_state(jstr(r, "state"));
+		xasprintf(&path, "%s/" RUNDIR_JOB_OUT, cli_jstr(r, "run_dir"));
+	fin = final_state(cli_jstr(r, "state"));
 	for (;;) {
 		if (fd == -1)
 			fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -438,7 +458,7 @@ run_logs(const struct cli_command *cmd, int argc, char **argv)
 			st = NULL;
 			if (get_status(argv[first], "json", &st, err,
 		    sizeof err) == 0)
-				fin = final_state(jstr(json_array_get(
+				fin = final_state(cli_jstr(json_array_get(
 				    json_object_get(st, "runs"), 0), "state"));
 		}
 	}
@@ -476,8 +496,8 @@ run_cancel(const struct cli_command *cmd, int argc, char **argv)
 		fprintf(stderr, "cadre cancel: %s\n", err);
 		return CLI_EXIT_FAIL;
 	}
-	printf("cancelled %" PRId64 " run%s\n", jint(rep, "cancelled"),
-	    jint(rep, "cancelled") == 1 ? "" : "s");
+	printf("cancelled %" PRId64 " run%s\n", cli_jint(rep, "cancelled"),
+	    cli_jint(rep, "cancelled") == 1 ? "" : "s");
 	json_decref(rep);
 	return CLI_EXIT_OK;
 }
@@ -487,132 +507,162 @@ run_cancel(const struct cli_command *cmd, int argc, char **argv)
 static int
 run_run(const struct cli_command *cmd, int argc, char **argv)
 {
-	static const int	 sigs[] = { SIGINT, SIGTERM };
-	struct run_opts		 o = { 0 };
-	struct monitor_config	 cfg;
+	struct run_opts		 o = { .progress_every = 60 };
 	struct cbuf		 text = { 0 };
-	struct state		*st = NULL;
-	struct monitor		*m = NULL;
-	struct notifier		*nt = NULL;
-	struct pollfd		 pfd;
-	json_t			*rep = NULL, *status = NULL;
+	struct cli_local	 l;
+	json_t			*rep = NULL;
 	const char		*exp;
-	char			*abs = NULL, *db = NULL, *dir = NULL, *cpath = NULL;
-	char			*table = NULL;
-	char			 err[ERRLEN];
-	unsigned char		 sig;
-	int64_t			 n;
-	int			 first, rc, sigfd = -1, cancelled = 0;
+	char			*abs = NULL, err[ERRLEN];
+	int			 first, rc;
 
-	monitor_config_init(&cfg);
-	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0) {
-		monitor_config_free(&cfg);
+	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0)
 		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
 		    CLI_EXIT_USAGE;
-	}
 	if (argc - first != 1) {
 		cli_usage_error(cmd, "expected one spec file");
-		monitor_config_free(&cfg);
 		return CLI_EXIT_USAGE;
 	}
 	if ((rc = check_spec(argv[first], &abs, &text)) != 0)
-		goto out;
-	rc = CLI_EXIT_FAIL;
-	if (o.config != NULL)
-		cpath = xstrdup(o.config);
-	else if (getenv("XDG_CONFIG_HOME") != NULL &&
-	    getenv("XDG_CONFIG_HOME")[0] == '/')
-		xasprintf(&cpath, "%s/cadre/cadred.conf",
-		    getenv("XDG_CONFIG_HOME"));
-	else if (getenv("HOME") != NULL)
-		xasprintf(&cpath, "%s/.config/cadre/cadred.conf",
-		    getenv("HOME"));
-	if (cpath != NULL && monitor_config_load(cpath, o.config == NULL,
-	    &cfg, err, sizeof err) != 0) {
-		fprintf(stderr, "cadre run: %s\n", err);
-		goto out;
-	}
-	if (paths_state_dir(&dir) != 0 || paths_mkdir(dir, 0700, 1) != 0 ||
-	    paths_db(&db) != 0) {
-		fprintf(stderr, "cadre run: no usable state directory (set "
-		    "CADRE_STATE_DIR or XDG_STATE_HOME)\n");
-		goto out;
-	}
-	{
-		char	*runs;
-
-		xasprintf(&runs, "%s/runs", dir);
-		(void)paths_mkdir(runs, 0700, 0);
-		free(runs);
-	}
-	if ((rc = state_open(db, &st)) != 0) {
-		fprintf(stderr, "cadre run: %s: %s\n", db, cadre_strerror(rc));
+		goto out_spec;
+	if (cli_local_open("run", o.config, 0, &l) != 0) {
 		rc = CLI_EXIT_FAIL;
-		goto out;
+		goto out_spec;
 	}
 	rc = CLI_EXIT_FAIL;
-	if (monitor_open(st, &cfg, 0, &m) != 0)
-		goto out;
-	if ((nt = notify_new()) != NULL)
-		monitor_set_notifier(m, nt);
-	if (monitor_submit(m, abs, text.data, text.len, &rep, err,
+	if (monitor_submit(l.m, abs, text.data, text.len, &rep, err,
 	    sizeof err) != 0) {
 		fprintf(stderr, "cadre run: %s\n", err);
 		goto out;
 	}
-	exp = jstr(rep, "experiment");
-	fprintf(stderr, "cadre run: experiment %s (%s): %" PRId64 " run%s; "
-	    "Ctrl-C cancels them\n", exp, jstr(rep, "name"), jint(rep, "runs"),
-	    jint(rep, "runs") == 1 ? "" : "s");
-	if ((sigfd = sigpipe_open(sigs, 2)) < 0) {
-		fprintf(stderr, "cadre run: signals: %s\n", strerror(errno));
-		goto out;
-	}
-	while (!monitor_all_final(m, exp)) {
-		monitor_tick(m, wall_now());
-		pfd.fd = sigfd;
-		pfd.events = POLLIN;
-		if (nt != NULL && notify_pending(nt) > 0)
-			notify_poll(nt, 0);
-		if (poll(&pfd, 1, nt != NULL && notify_pending(nt) > 0 ? 200 :
-		    monitor_timeout_ms(m, wall_now())) > 0 &&
-		    read(sigfd, &sig, 1) == 1 && !cancelled) {
-			fprintf(stderr, "cadre run: cancelling the runs\n");
-			cancelled = 1;
-			if (monitor_cancel(m, exp, &n, err, sizeof err) != 0)
-				fprintf(stderr, "cadre run: %s\n", err);
-		}
-	}
-	if (monitor_status(m, exp, &status, err, sizeof err) == 0 &&
-	    monitor_status_table(m, exp, &table, err, sizeof err) == 0) {
-		fputs(table, stdout);
-		rc = all_done(status) ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-		/* Then the experiment's report, as `cadre report EXP` prints
-		 * it, failed runs included. */
-		if (!cancelled) {
-			fputc('\n', stdout);
-			fflush(stdout);
-			if (cli_report_print(db, exp, stdout) != 0)
-				rc = CLI_EXIT_FAIL;
-		}
-	}
+	exp = cli_jstr(rep, "experiment");
+	print_changes("run", rep, abs);
+	if (cli_jint(rep, "new") == 0 && monitor_all_final(l.m, exp))
+		fprintf(stderr, "cadre run: experiment %s (%s): every run has "
+		    "ended already (cadre rerun %s gives the failed ones new "
+		    "attempts)\n", exp, cli_jstr(rep, "name"), exp);
+	else
+		fprintf(stderr, "cadre run: experiment %s (%s): %" PRId64
+		    " run%s; Ctrl-C cancels them\n", exp, cli_jstr(rep, "name"),
+		    cli_jint(rep, "runs"), cli_jint(rep, "runs") == 1 ? "" : "s");
+	rc = cli_local_drive("run", &l, exp, o.progress_every);
 out:
-	if (sigfd != -1)
-		sigpipe_close();
-	json_decref(status);
 	json_decref(rep);
-	if (nt != NULL && notify_pending(nt) > 0)
-		notify_poll(nt, 2000);
-	notify_free(nt);
-	monitor_free(m);
-	state_close(st);
-	monitor_config_free(&cfg);
+	cli_local_close(&l);
+out_spec:
 	cbuf_free(&text);
 	free(abs);
-	free(db);
-	free(dir);
-	free(cpath);
-	free(table);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- rerun */
+
+static void
+print_rerun(const json_t *rep)
+{
+	const json_t	*v;
+	size_t		 i, n = (size_t)cli_jint(rep, "rerun");
+
+	if (n == 0) {
+		fprintf(stderr, "cadre rerun: experiment %s: no run to rerun "
+		    "(--failed and --cancelled pick ended runs that did not "
+		    "finish; --all picks done ones too)\n",
+		    cli_jstr(rep, "experiment"));
+		return;
+	}
+	fprintf(stderr, "cadre rerun: experiment %s (%s): %zu run%s get a new "
+	    "attempt:", cli_jstr(rep, "experiment"), cli_jstr(rep, "name"), n,
+	    n == 1 ? "" : "s");
+	json_array_foreach(json_object_get(rep, "runs"), i, v) {
+		if (i == 8) {
+			fprintf(stderr, " ...");
+			break;
+		}
+		fprintf(stderr, " %s", json_string_value(v));
+	}
+	fputc('\n', stderr);
+	json_array_foreach(json_object_get(rep, "moved"), i, v)
+		fprintf(stderr, "cadre rerun: starting over; the earlier outputs "
+		    "are in %s\n", json_string_value(v));
+}
+
+static int
+run_rerun(const struct cli_command *cmd, int argc, char **argv)
+{
+	struct run_opts		 o = { .progress_every = 60 };
+	struct cbuf		 text = { 0 };
+	struct cli_local	 l;
+	json_t			*req = NULL, *rep = NULL, *runs;
+	char			*abs = NULL, err[ERRLEN], id[SPEC_ID_LEN + 1];
+	int			 first, rc, i;
+
+	if ((first = cli_parse(cmd, argc, argv, run_opt, &o)) < 0) {
+		json_decref(o.which);
+		return first == CADRE_ERR_CANCELLED ? CLI_EXIT_OK :
+		    CLI_EXIT_USAGE;
+	}
+	if (argc - first < 1) {
+		cli_usage_error(cmd, "expected an experiment (and run ids of it)");
+		json_decref(o.which);
+		return CLI_EXIT_USAGE;
+	}
+	if (o.spec != NULL && (rc = check_spec(o.spec, &abs, &text)) != 0)
+		goto out_req;
+	req = proto_request(PROTO_OP_RERUN);
+	json_object_set_new(req, "target", json_string(argv[first]));
+	runs = json_array();
+	for (i = first + 1; i < argc; i++)
+		json_array_append_new(runs, json_string(argv[i]));
+	json_object_set_new(req, "runs", runs);
+	json_object_set_new(req, "which", o.which != NULL ?
+	    json_incref(o.which) : json_array());
+	if (abs != NULL) {
+		json_object_set_new(req, "path", json_string(abs));
+		json_object_set_new(req, "spec", json_stringn(text.data,
+		    text.len));
+	}
+	rc = client_request(req, &rep, err, sizeof err);
+	if (rc == 0) {
+		/* cadred runs them */
+		print_changes("rerun", rep, NULL);
+		print_rerun(rep);
+		printf("%s\n", cli_jstr(rep, "experiment"));
+		rc = CLI_EXIT_OK;
+		goto out_req;
+	}
+	if (rc != CADRE_ERR_NOT_FOUND) {
+		fprintf(stderr, "cadre rerun: %s\n", err);
+		rc = CLI_EXIT_FAIL;
+		goto out_req;
+	}
+	/* no cadred: the runs go again here, in the foreground */
+	if (cli_local_open("rerun", o.config, 0, &l) != 0) {
+		rc = CLI_EXIT_FAIL;
+		goto out_req;
+	}
+	if (monitor_load(l.m, argv[first], id, sizeof id, err,
+	    sizeof err) != 0 || monitor_rerun_json(l.m, req, &rep, err,
+	    sizeof err) != 0) {
+		fprintf(stderr, "cadre rerun: %s\n", err);
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	print_changes("rerun", rep, NULL);
+	print_rerun(rep);
+	if (cli_jint(rep, "rerun") == 0) {
+		rc = CLI_EXIT_OK;
+		goto out;
+	}
+	fprintf(stderr, "cadre rerun: cadred is not running: the runs go in "
+	    "the foreground; Ctrl-C cancels them\n");
+	rc = cli_local_drive("rerun", &l, id, o.progress_every);
+out:
+	cli_local_close(&l);
+out_req:
+	json_decref(o.which);
+	json_decref(req);
+	json_decref(rep);
+	cbuf_free(&text);
+	free(abs);
 	return rc;
 }
 
@@ -633,6 +683,25 @@ static const struct cli_option logs_options[] = {
 static const struct cli_option run_options[] = {
 	{ "config", 0, "FILE", "Daemon config file (default: "
 	    "$XDG_CONFIG_HOME/cadre/cadred.conf)" },
+	{ "progress-every", 0, "DURATION", "Not on a terminal: a line per "
+	    "running run this often (default 1m; 0: changes only)" },
+	{ "quiet", 'q', NULL, "No progress on stderr" },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct cli_option rerun_options[] = {
+	{ "failed", 0, NULL, "Rerun the failed runs (oom among them)" },
+	{ "cancelled", 0, NULL, "Rerun the cancelled runs" },
+	{ "all", 0, NULL, "Rerun every ended run, done ones too (they start "
+	    "over)" },
+	{ "fresh", 0, NULL, "Start the runs over instead of resuming from "
+	    "their newest checkpoint" },
+	{ "spec", 0, "SPEC", "Apply this changed spec first (same runs; "
+	    "retries, notify, ... may differ)" },
+	{ "config", 0, "FILE", "Without cadred: the daemon config file "
+	    "(default: $XDG_CONFIG_HOME/cadre/cadred.conf)" },
+	{ "progress-every", 0, "DURATION", "Without cadred, not on a "
+	    "terminal: a line per running run this often (default 1m)" },
+	{ "quiet", 'q', NULL, "No progress on stderr" },
 	{ NULL, 0, NULL, NULL }
 };
 
@@ -679,7 +748,29 @@ const struct cli_command cli_cmd_run = {
 	"run", "SPEC", "Run an experiment in the foreground, without cadred",
 	"Embeds the monitor: submits SPEC's runs (local backend unless the "
 	"spec names\nanother), waits for all of them and prints the status "
-	"table and the report\n(cadre report). Ctrl-C cancels the runs. Exit "
-	"status 0 when every run is\ndone, 1 otherwise, 2 invalid spec.\n",
+	"table and the report\n(cadre report). Progress goes to stderr: a "
+	"line per run redrawn on a terminal,\notherwise a line when a run "
+	"changes state and every --progress-every per\nrunning run. Running "
+	"the same spec again picks up its runs where they are.\nCtrl-C "
+	"cancels the runs. Exit status 0 when every run is done, 1 "
+	"otherwise,\n2 invalid spec.\n",
 	run_options, run_run
+};
+
+const struct cli_command cli_cmd_rerun = {
+	"rerun", "EXP [RUN]...", "Give ended runs of an experiment new attempts",
+	"Puts runs that ended back in the queue, keeping their ids and history "
+	"(the\nreport counts the latest attempt). Without RUN: the failed and "
+	"cancelled runs\n(--failed, --cancelled or --all choose). A failed or "
+	"cancelled run resumes from\nits newest checkpoint, as a requeued one "
+	"does; a done run (--all) or any run\nwith --fresh starts over, its "
+	"old directory moved aside to RUN_DIR.rerun-N.\nThe retry budget "
+	"(retries.max) counts from the rerun. --spec applies a changed\nspec "
+	"of the same runs first (what `cadre submit` says differs). With "
+	"cadred\nrunning, it runs them; without, they run here in the "
+	"foreground as with\n`cadre run`. Exit status 0 done (in the foreground: every run "
+	"done), 1 a\nrun that cannot be rerun (unknown, not ended, done "
+	"without --all) or, in the\nforeground, a run not done; 2 usage or "
+	"an invalid spec.\n",
+	rerun_options, run_rerun
 };

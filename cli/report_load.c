@@ -21,7 +21,7 @@ load_run(void *ctx, const struct state_run *sr)
 	struct load_ctx	*lc = ctx;
 
 	return report_add_run(lc->r, sr->id, sr->run_dir, sr->state,
-	    sr->reason);
+	    sr->reason, sr->attempts);
 }
 
 int

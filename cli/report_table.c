@@ -341,7 +341,7 @@ md_runs(const struct report *r, FILE *fp)
 		row[col++] = xstrdup(report_class_name(rr->cls));
 		row[col++] = xstrdup(*rr->reason != '\0' ? rr->reason :
 		    rr->cls == REPORT_UNFINISHED ? rr->state : "");
-		row[col++] = fmt_int((int64_t)rr->m.nstarts);
+		row[col++] = fmt_int(rr->attempts);
 		row[col++] = fmt_num(rr->throughput, 1);
 		row[col++] = rr->m.last_step >= 0 ? fmt_int(rr->m.last_step) :
 		    xstrdup("-");

@@ -160,6 +160,9 @@ handle(void *ctx, enum proto_op op, json_t *req)
 		if (rc == 0)
 			body = json_pack("{s:I}", "cancelled", (json_int_t)n);
 		break;
+	case PROTO_OP_RERUN:
+		rc = monitor_rerun_json(d.mon, req, &body, err, sizeof err);
+		break;
 	default:
 		return proto_reply_error("operation not supported");
 	}

@@ -231,8 +231,8 @@ run_free(struct mrun *r)
 
 /* Parses and expands a spec: 0 with *sp and *pp, or CADRE_ERR_INVALID with
  * the diagnostics in err. */
-static int
-load_spec(const char *path, const char *text, size_t len, struct spec **sp,
+int
+mon_load_spec(const char *path, const char *text, size_t len, struct spec **sp,
     struct spec_plan **pp, char *err, size_t errlen)
 {
 	struct diags	 d;
@@ -263,15 +263,29 @@ load_spec(const char *path, const char *text, size_t len, struct spec **sp,
 	return rc;
 }
 
-static struct mexp *
-exp_new(struct monitor *m, const char *id, struct spec *s,
+static const struct spec_run *plan_find(const struct spec_plan *p,
+    const char *id);
+
+/* e's spec and what the monitor takes from it; the runs e has point
+ * into the new plan. */
+void
+mon_exp_set_spec(struct monitor *m, struct mexp *e, struct spec *s,
     struct spec_plan *p)
 {
-	struct mexp	*e = xcalloc(1, sizeof *e);
+	struct spec		*olds = e->spec;
+	struct spec_plan	*oldp = e->plan;
+	size_t			 i;
 
-	snprintf(e->id, sizeof e->id, "%s", id);
 	e->spec = s;
 	e->plan = p;
+	for (i = 0; i < m->nruns; i++) {
+		if (m->runs[i]->exp == e)
+			m->runs[i]->r = plan_find(p, m->runs[i]->id);
+	}
+	spec_plan_free(oldp);
+	spec_free(olds);
+	free(e->name);
+	free(e->backend);
 	e->name = xstrdup(spec_get_string(s, SPEC_K_NAME));
 	e->backend = xstrdup(spec_get_string(s, SPEC_K_SCHED_BACKEND));
 	e->max_concurrent = spec_get_int(s, SPEC_K_SCHED_MAX_CONCURRENT);
@@ -283,6 +297,16 @@ exp_new(struct monitor *m, const char *id, struct spec *s,
 	e->be = backend_get(m, e->backend, spec_get_string(s,
 	    SPEC_K_SCHED_REST_URL), spec_get_string(s,
 	    SPEC_K_SCHED_REST_TOKEN_ENV));
+}
+
+static struct mexp *
+exp_new(struct monitor *m, const char *id, struct spec *s,
+    struct spec_plan *p)
+{
+	struct mexp	*e = xcalloc(1, sizeof *e);
+
+	snprintf(e->id, sizeof e->id, "%s", id);
+	mon_exp_set_spec(m, e, s, p);
 	m->exps = xreallocarray(m->exps, m->nexps + 1, sizeof *m->exps);
 	m->exps[m->nexps++] = e;
 	return e;
@@ -334,6 +358,7 @@ load_run(void *ctx, const struct state_run *sr)
 	r->state = sr->state;
 	r->reason = xstrdup(sr->reason != NULL ? sr->reason : "");
 	r->attempts = sr->attempts;
+	r->rerun_base = sr->rerun_base;
 	r->job_id = sr->job_id != NULL ? xstrdup(sr->job_id) : NULL;
 	r->updated = sr->updated;
 	r->prog.step = -1;
@@ -346,7 +371,7 @@ load_run(void *ctx, const struct state_run *sr)
 	}
 	if (r->state == RUN_REQUEUED)
 		r->not_before = r->updated + monitor_backoff(lc->e->backoff,
-		    r->attempts, m->cfg.backoff_cap);
+		    r->attempts - r->rerun_base, m->cfg.backoff_cap);
 	runs_add(m, r);
 	return 0;
 }
@@ -360,7 +385,7 @@ load_exp(void *ctx, const struct state_experiment *se)
 	struct spec_plan	*p;
 	char			 err[MONITOR_ERR_MAX];
 
-	if (load_spec(se->spec_file, se->spec, strlen(se->spec), &s, &p, err,
+	if (mon_load_spec(se->spec_file, se->spec, strlen(se->spec), &s, &p, err,
 	    sizeof err) != 0) {
 		log_error("experiment %s: its recorded spec no longer "
 		    "parses: %s", se->id, err);
@@ -369,6 +394,61 @@ load_exp(void *ctx, const struct state_experiment *se)
 	lc.m = m;
 	lc.e = exp_new(m, se->id, s, p);
 	return state_list_runs(m->st, se->id, load_run, &lc);
+}
+
+struct mexp *
+mon_get_exp(struct monitor *m, const char *id)
+{
+	struct state_experiment	 se;
+	size_t			 i, nexps = m->nexps;
+
+	for (i = 0; i < m->nexps; i++) {
+		if (strcmp(m->exps[i]->id, id) == 0)
+			return m->exps[i];
+	}
+	if (state_get_experiment(m->st, id, &se) != 0)
+		return NULL;
+	(void)load_exp(m, &se);
+	state_experiment_free(&se);
+	if (m->nruns > 1)
+		qsort(m->runs, m->nruns, sizeof *m->runs, run_cmp);
+	return m->nexps > nexps ? m->exps[m->nexps - 1] : NULL;
+}
+
+int
+monitor_load(struct monitor *m, const char *target, char *id, size_t idlen,
+    char *err, size_t errlen)
+{
+	struct state_run	 sr;
+	struct mrun		*r;
+	char			*eid = NULL, msg[512];
+	int			 rc;
+
+	msg[0] = '\0';
+	if ((r = mon_find_run(m, target)) != NULL) {
+		snprintf(id, idlen, "%s", r->exp->id);
+		return 0;
+	}
+	rc = state_find_experiment(m->st, target, &eid, msg, sizeof msg);
+	if (rc == CADRE_ERR_NOT_FOUND && state_get_run(m->st, target,
+	    &sr) == 0) {
+		eid = xstrdup(sr.experiment);
+		state_run_free(&sr);
+		rc = 0;
+	}
+	if (rc != 0)
+		return cadre_errf(err, errlen, rc, "%s", msg[0] != '\0' ? msg :
+		    rc == CADRE_ERR_NOT_FOUND ? "no experiment or run by that "
+		    "name (cadre status lists them)" : cadre_strerror(rc));
+	if (mon_get_exp(m, eid) == NULL) {
+		rc = cadre_errf(err, errlen, CADRE_ERR_NOT_FOUND, "experiment "
+		    "%s: its recorded spec does not load (see the log)", eid);
+		free(eid);
+		return rc;
+	}
+	snprintf(id, idlen, "%s", eid);
+	free(eid);
+	return 0;
 }
 
 int
@@ -442,8 +522,8 @@ str_ptr_cmp(const void *a, const void *b)
 }
 
 /* First 12 hex digits of SHA-256 over the name and the sorted run ids. */
-static void
-experiment_id(const struct spec *s, const struct spec_plan *p, char *id)
+void
+mon_experiment_id(const struct spec *s, const struct spec_plan *p, char *id)
 {
 	struct sha256_ctx	 c;
 	uint8_t			 dg[SHA256_DIGEST_LEN];
@@ -480,19 +560,19 @@ monitor_submit(struct monitor *m, const char *path, const char *text,
 	int			 ins, rc;
 
 	*reply = NULL;
-	if ((rc = load_spec(path, text, len, &s, &p, err, errlen)) != 0)
+	if ((rc = mon_load_spec(path, text, len, &s, &p, err, errlen)) != 0)
 		return rc;
-	experiment_id(s, p, id);
+	mon_experiment_id(s, p, id);
 	n = spec_plan_nruns(p);
-	for (i = 0; i < m->nexps; i++) {
-		if (strcmp(m->exps[i]->id, id) == 0) {
-			*reply = json_pack("{s:s, s:s, s:I, s:I}", "experiment",
-			    id, "name", m->exps[i]->name, "runs", (json_int_t)n,
-			    "new", (json_int_t)0);
-			spec_plan_free(p);
-			spec_free(s);
-			return 0;
-		}
+	if ((e = mon_get_exp(m, id)) != NULL) {
+		/* the same runs: what else changed is said, not applied
+		 * (cadre rerun --spec applies it) */
+		*reply = json_pack("{s:s, s:s, s:I, s:I, s:o}", "experiment",
+		    id, "name", e->name, "runs", (json_int_t)n, "new",
+		    (json_int_t)0, "changed", mon_spec_changes(m, e, text, p));
+		spec_plan_free(p);
+		spec_free(s);
+		return 0;
 	}
 	if ((rc = state_begin(m->st)) != 0)
 		goto fail;

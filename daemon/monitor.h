@@ -138,6 +138,49 @@ int monitor_status_table(struct monitor *m, const char *target, char **out,
  * cancelled; *n gets how many. */
 int monitor_cancel(struct monitor *m, const char *target, int64_t *n,
     char *err, size_t errlen);
+/* Loads the experiment target names (an id, a unique id prefix, a name,
+ * or one of its run ids) from the database when the monitor does not
+ * hold it; id gets its id (SPEC_ID_LEN + 1 bytes at least). 0, or
+ * CADRE_ERR_NOT_FOUND / CADRE_ERR_EXISTS (an ambiguous prefix) with the
+ * reason in err. */
+int monitor_load(struct monitor *m, const char *target, char *id,
+    size_t idlen, char *err, size_t errlen);
+
+/* `cadre rerun`: new attempts for ended runs, keeping their ids and
+ * history. */
+#define MONITOR_RERUN_FAILED	0x01	/* failed runs (oom among them) */
+#define MONITOR_RERUN_CANCELLED	0x02
+#define MONITOR_RERUN_ALL	0x04	/* every ended run, done ones too */
+#define MONITOR_RERUN_FRESH	0x08	/* start over instead of resuming */
+
+struct monitor_rerun {
+	const char	*target;	/* an experiment id or name, or a run id */
+	char *const	*runs;		/* run ids of it; none: by which */
+	size_t		 nruns;
+	unsigned	 which;		/* MONITOR_RERUN_*; 0: failed, cancelled */
+	const char	*spec_path;	/* a changed spec to apply; NULL: none */
+	const char	*spec_text;
+	size_t		 spec_len;
+};
+
+/* Puts the chosen runs back to "new": a failed or cancelled run resumes
+ * from its newest checkpoint as a requeued one does; a done run (or any
+ * with MONITOR_RERUN_FRESH) starts over, its directory moved aside to
+ * RUN_DIR.rerun-N. The retry budget counts from the rerun. A spec given
+ * must have the same runs (its other keys are applied). *reply gets
+ * {"experiment", "name", "rerun": N, "runs": [ids], "changed": [...],
+ * "moved": [dirs]}. CADRE_ERR_NOT_FOUND or CADRE_ERR_INVALID with the
+ * reason in err; nothing changes then. */
+int monitor_rerun(struct monitor *m, const struct monitor_rerun *q,
+    json_t **reply, char *err, size_t errlen);
+/* A rerun request of the protocol (daemon/proto.h) into q, which borrows
+ * req's strings; q->runs is the caller's to free(). A malformed one is
+ * CADRE_ERR_INVALID with the member named in err. */
+int monitor_rerun_parse(const json_t *req, struct monitor_rerun *q,
+    char *err, size_t errlen);
+/* monitor_rerun() of such a request. */
+int monitor_rerun_json(struct monitor *m, const json_t *req, json_t **reply,
+    char *err, size_t errlen);
 /* Whether every run of experiment (NULL: all) is done, failed or
  * cancelled. */
 int monitor_all_final(struct monitor *m, const char *experiment);

@@ -47,6 +47,7 @@ struct mrun {
 	enum run_state		 state;
 	char			*reason;
 	int64_t			 attempts;
+	int64_t			 rerun_base;	/* attempts when last rerun */
 	char			*job_id;	/* of the last attempt */
 	int			 job_pending;	/* last attempt has no job id yet */
 	double			 not_before;	/* new/requeued: submit after */
@@ -88,6 +89,27 @@ struct mexp *mon_find_exp(struct monitor *m, const char *id);
  * into *e or *r; CADRE_ERR_NOT_FOUND with a message naming it. */
 int mon_resolve(struct monitor *m, const char *target, struct mexp **e,
     struct mrun **r, char *err, size_t errlen);
+/* Parses and expands a spec: 0 with *sp and *pp, or CADRE_ERR_INVALID
+ * with the diagnostics in err. */
+int mon_load_spec(const char *path, const char *text, size_t len,
+    struct spec **sp, struct spec_plan **pp, char *err, size_t errlen);
+/* An experiment's id: SPEC_ID_LEN hex digits over its name and run ids
+ * (id has SPEC_ID_LEN + 1 bytes). */
+void mon_experiment_id(const struct spec *s, const struct spec_plan *p,
+    char *id);
+/* The experiment with id id, loaded from the database when the monitor
+ * does not hold it yet (`cadre run` of a spec that ran before); NULL
+ * when there is none. */
+struct mexp *mon_get_exp(struct monitor *m, const char *id);
+/* Replaces e's spec and plan (freeing the old ones) and what the monitor
+ * takes from them; e's runs point into the new plan. */
+void mon_exp_set_spec(struct monitor *m, struct mexp *e, struct spec *s,
+    struct spec_plan *p);
+/* rerun.c: what a new text of e's spec (expanded into p) changes, as
+ * ["KEY: OLD -> NEW", ...]; empty when nothing does. */
+json_t *mon_spec_changes(struct monitor *m, struct mexp *e, const char *text,
+    const struct spec_plan *p);
+
 /* Reads the run's metrics.jsonl again when it changed (r->prog). */
 void mon_read_progress(struct mrun *r);
 

@@ -16,6 +16,7 @@ static const char *const op_names[PROTO_OP_COUNT] = {
 	[PROTO_OP_SUBMIT] = "submit",
 	[PROTO_OP_STATUS] = "status",
 	[PROTO_OP_CANCEL] = "cancel",
+	[PROTO_OP_RERUN] = "rerun",
 };
 
 const char *

@@ -17,6 +17,10 @@
  *           table                 -> "table": TEXT (what `cadre status`
  *                                    prints: cheap at 10,000 runs)
  *   cancel  "target": EXP|RUN     -> "cancelled": N
+ *   rerun   "target": EXP|RUN, "runs": [RUN...], "which": ["failed",
+ *           "cancelled", "all", "fresh"], optional "spec": TEXT and
+ *           "path": ABS           -> "experiment", "name", "rerun": N,
+ *                                    "runs", "changed", "moved"
  * Replies: {"v": 1, "ok": true, ...} or {"v": 1, "ok": false,
  * "error": "MESSAGE"}. docs/daemon.md lists every member.
  */
@@ -43,6 +47,7 @@ enum proto_op {
 	PROTO_OP_SUBMIT,
 	PROTO_OP_STATUS,
 	PROTO_OP_CANCEL,
+	PROTO_OP_RERUN,
 	PROTO_OP_COUNT
 };
 

@@ -157,7 +157,8 @@ prev_attempt(struct monitor *m, struct mrun *r, char *reason, size_t len,
 
 	*reason = '\0';
 	*step = -1;
-	if (r->attempts < 2 || state_get_attempt(m->st, r->id,
+	/* a rerun starts a new series: its first attempt compares with none */
+	if (r->attempts - r->rerun_base < 2 || state_get_attempt(m->st, r->id,
 	    r->attempts - 1, &a) != 0)
 		return;
 	if (a.reason != NULL && (p = strstr(a.reason, " at step ")) != NULL) {
@@ -185,7 +186,7 @@ mon_end_attempt(struct monitor *m, struct mrun *r, const struct sched_status *ss
 	e.reason = monitor_end_reason(ss->state, have_status ? sreason : NULL);
 	if (strcmp(e.reason, REASON_LOST) == 0)
 		e.reason = REASON_FAILED;
-	e.attempts = r->attempts;
+	e.attempts = r->attempts - r->rerun_base;
 	e.retries_max = r->exp->retries_max;
 	e.retry_on = retry_on(r->exp, e.reason);
 	prev_attempt(m, r, prev, sizeof prev, &e.prev_step);
@@ -214,7 +215,7 @@ mon_end_attempt(struct monitor *m, struct mrun *r, const struct sched_status *ss
 		break;
 	case MONITOR_REQUEUE:
 		r->not_before = now + monitor_backoff(r->exp->backoff,
-		    r->attempts, m->cfg.backoff_cap);
+		    r->attempts - r->rerun_base, m->cfg.backoff_cap);
 		mon_status_aside(r, r->attempts);
 		(void)mon_set_state(m, r, RUN_REQUEUED, why);
 		m->more = 1;

@@ -87,6 +87,12 @@ static const char schema_v2[] =
     " PRIMARY KEY (run, step));"
     "PRAGMA user_version = 2;";
 
+/* Version 3: `cadre rerun`. rerun_base is how many attempts the run had
+ * when it was last rerun: its retry budget counts the attempts after. */
+static const char schema_v3[] =
+    "ALTER TABLE runs ADD COLUMN rerun_base INTEGER NOT NULL DEFAULT 0;"
+    "PRAGMA user_version = 3;";
+
 static double
 now(void)
 {
@@ -213,10 +219,32 @@ migrate(struct state *st)
 		goto fail;
 	if (v < 2 && (r = exec_sql(st, schema_v2, "schema version 2")) != 0)
 		goto fail;
+	if (v < 3 && (r = exec_sql(st, schema_v3, "schema version 3")) != 0)
+		goto fail;
 	return exec_sql(st, "COMMIT", "commit");
 fail:
 	(void)sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	return r;
+}
+
+/* The connection, with flags (read-write or read-only); *st is set even
+ * on failure (state_close() it). */
+static int
+db_open(const char *path, int flags, struct state **stp)
+{
+	struct state	*st;
+	int		 r;
+
+	st = *stp = xcalloc(1, sizeof *st);
+	st->path = xstrdup(path);
+	if (sqlite3_open_v2(path, &st->db, flags | SQLITE_OPEN_FULLMUTEX,
+	    NULL) != SQLITE_OK) {
+		r = st->db != NULL ? db_err(st, sqlite3_errcode(st->db),
+		    "open") : CADRE_ERR_NOMEM;
+		return r != 0 ? r : CADRE_ERR_IO;
+	}
+	sqlite3_busy_timeout(st->db, STATE_BUSY_MS);
+	return 0;
 }
 
 int
@@ -233,17 +261,8 @@ state_open(const char *path, struct state **out)
 		return CADRE_ERR_SYSTEM;
 	}
 	close(fd);
-	st = xcalloc(1, sizeof *st);
-	st->path = xstrdup(path);
-	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
-		r = st->db != NULL ? db_err(st, sqlite3_errcode(st->db),
-		    "open") : CADRE_ERR_NOMEM;
-		if (r == 0)
-			r = CADRE_ERR_IO;
+	if ((r = db_open(path, SQLITE_OPEN_READWRITE, &st)) != 0)
 		goto fail;
-	}
-	sqlite3_busy_timeout(st->db, STATE_BUSY_MS);
 	/*
 	 * WAL: readers (cadre status) never wait for the monitor's writes.
 	 * synchronous=NORMAL in WAL mode loses at most the last commits on a
@@ -255,6 +274,35 @@ state_open(const char *path, struct state **out)
 	    (r = exec_sql(st, "PRAGMA foreign_keys=ON", "foreign_keys")) != 0 ||
 	    (r = migrate(st)) != 0)
 		goto fail;
+	*out = st;
+	return 0;
+fail:
+	state_close(st);
+	return r;
+}
+
+int
+state_open_readonly(const char *path, struct state **out)
+{
+	struct state	*st;
+	int64_t		 v;
+	int		 r;
+
+	*out = NULL;
+	if (access(path, R_OK) != 0)
+		return errno == ENOENT ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
+	if ((r = db_open(path, SQLITE_OPEN_READONLY, &st)) != 0)
+		goto fail;
+	if ((r = state_schema_version(st, &v)) != 0)
+		goto fail;
+	if (v != STATE_SCHEMA_VERSION) {
+		log_error("%s: schema version %lld, this cadre reads %d: %s",
+		    path, (long long)v, STATE_SCHEMA_VERSION,
+		    v < STATE_SCHEMA_VERSION ? "start cadred (or cadre run) "
+		    "once to upgrade it" : "use a newer cadre");
+		r = CADRE_ERR_VERSION;
+		goto fail;
+	}
 	*out = st;
 	return 0;
 fail:
@@ -321,6 +369,28 @@ state_add_experiment(struct state *st, const char *id, const char *name,
 	sqlite3_finalize(stmt);
 	if (r == 0 && inserted != NULL)
 		*inserted = changes > 0;
+	return r;
+}
+
+int
+state_set_experiment_spec(struct state *st, const char *id,
+    const char *spec_file, const char *spec)
+{
+	sqlite3_stmt	*stmt;
+	int		 r, changes = 0;
+
+	if (id == NULL || spec_file == NULL || spec == NULL)
+		return CADRE_ERR_INVALID;
+	if ((r = prep(st, &stmt, "UPDATE experiments SET spec_file = ?, "
+	    "spec = ? WHERE id = ?")) != 0)
+		return r;
+	bind_text(stmt, 1, spec_file);
+	bind_text(stmt, 2, spec);
+	bind_text(stmt, 3, id);
+	r = step_done(st, stmt, "set experiment spec", &changes);
+	sqlite3_finalize(stmt);
+	if (r == 0 && changes == 0)
+		r = CADRE_ERR_NOT_FOUND;
 	return r;
 }
 
@@ -433,7 +503,7 @@ state_add_run(struct state *st, const char *experiment, const char *run_id,
 	"r.reason, r.updated, " \
 	"(SELECT COUNT(*) FROM attempts a WHERE a.run = r.id), " \
 	"(SELECT job_id FROM attempts a WHERE a.run = r.id " \
-	"ORDER BY n DESC LIMIT 1)"
+	"ORDER BY n DESC LIMIT 1), r.rerun_base"
 
 static int
 run_from_row(sqlite3_stmt *stmt, struct state_run *out)
@@ -450,6 +520,7 @@ run_from_row(sqlite3_stmt *stmt, struct state_run *out)
 	out->updated = sqlite3_column_double(stmt, 7);
 	out->attempts = sqlite3_column_int64(stmt, 8);
 	out->job_id = col_text(stmt, 9);
+	out->rerun_base = sqlite3_column_int64(stmt, 10);
 	if (s == NULL || run_state_parse(s, &out->state) != 0)
 		return CADRE_ERR_INVALID;	/* the CHECK makes it impossible */
 	return 0;
@@ -507,6 +578,37 @@ state_set_run_state(struct state *st, const char *run_id, enum run_state s,
 	sqlite3_bind_double(stmt, 3, now());
 	bind_text(stmt, 4, run_id);
 	r = step_done(st, stmt, "set run state", &changes);
+	sqlite3_finalize(stmt);
+	if (r == 0 && changes == 0)
+		r = CADRE_ERR_NOT_FOUND;
+	return r;
+}
+
+int
+state_rerun_run(struct state *st, const char *run_id, const char *reason,
+    int fresh)
+{
+	sqlite3_stmt	*stmt;
+	int		 r, changes = 0;
+
+	if (fresh) {
+		if ((r = prep(st, &stmt, "DELETE FROM checkpoints WHERE "
+		    "run = ?")) != 0)
+			return r;
+		bind_text(stmt, 1, run_id);
+		r = step_done(st, stmt, "rerun: checkpoints", NULL);
+		sqlite3_finalize(stmt);
+		if (r != 0)
+			return r;
+	}
+	if ((r = prep(st, &stmt, "UPDATE runs SET state = 'new', reason = ?, "
+	    "updated = ?, rerun_base = (SELECT COUNT(*) FROM attempts a "
+	    "WHERE a.run = runs.id) WHERE id = ?")) != 0)
+		return r;
+	bind_text(stmt, 1, reason != NULL ? reason : "");
+	sqlite3_bind_double(stmt, 2, now());
+	bind_text(stmt, 3, run_id);
+	r = step_done(st, stmt, "rerun", &changes);
 	sqlite3_finalize(stmt);
 	if (r == 0 && changes == 0)
 		r = CADRE_ERR_NOT_FOUND;

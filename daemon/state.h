@@ -17,7 +17,7 @@
 
 #include "rundir.h"
 
-#define STATE_SCHEMA_VERSION	2	/* PRAGMA user_version */
+#define STATE_SCHEMA_VERSION	3	/* PRAGMA user_version */
 #define STATE_ID_MAX		64	/* bytes of an experiment or run id */
 
 
@@ -43,6 +43,7 @@ struct state_run {
 	int64_t		 attempts;	/* attempts made so far */
 	char		*job_id;	/* of the last attempt; NULL: none yet */
 	double		 updated;
+	int64_t		 rerun_base;	/* attempts when last rerun; 0: never */
 };
 
 struct state_attempt {
@@ -67,6 +68,10 @@ struct state_event {
  * STATE_SCHEMA_VERSION; CADRE_ERR_VERSION for a newer one, CADRE_ERR_IO
  * for a file that is not a database. */
 int state_open(const char *path, struct state **out);
+/* Opens an existing database read-only (`cadre status` without cadred):
+ * nothing is created or migrated; CADRE_ERR_NOT_FOUND when there is no
+ * file, CADRE_ERR_VERSION when its schema is not STATE_SCHEMA_VERSION. */
+int state_open_readonly(const char *path, struct state **out);
 void state_close(struct state *st);
 int state_schema_version(struct state *st, int64_t *v);
 
@@ -83,6 +88,9 @@ int state_add_experiment(struct state *st, const char *id, const char *name,
 int state_get_experiment(struct state *st, const char *id,
     struct state_experiment *out);	/* CADRE_ERR_NOT_FOUND */
 void state_experiment_free(struct state_experiment *e);
+/* Replaces the recorded spec (a policy change that keeps every run id). */
+int state_set_experiment_spec(struct state *st, const char *id,
+    const char *spec_file, const char *spec);
 /* Calls fn for each experiment, oldest first; a non-zero return from fn
  * stops and is returned. */
 int state_list_experiments(struct state *st,
@@ -96,6 +104,11 @@ int state_get_run(struct state *st, const char *run_id,
 void state_run_free(struct state_run *r);
 int state_set_run_state(struct state *st, const char *run_id,
     enum run_state s, const char *reason);
+/* `cadre rerun`: the run goes back to "new" with reason, its attempts so
+ * far kept and counted into rerun_base; fresh (a run that starts over, its
+ * directory moved aside) also forgets its timed checkpoints. */
+int state_rerun_run(struct state *st, const char *run_id, const char *reason,
+    int fresh);
 /* Calls fn for each run of experiment (NULL: all) in run id order; a
  * non-zero return from fn stops and is returned. */
 int state_list_runs(struct state *st, const char *experiment,

@@ -1,8 +1,8 @@
 /*
  * libFuzzer target for what cadred reads from outside: control-socket
  * frames (the incremental reader, then the message checks), the tail of
- * metrics.jsonl the monitor reads for progress, and cadred.conf. The
- * first byte picks the parser.
+ * metrics.jsonl the monitor reads for progress, cadred.conf, and a rerun
+ * request's members. The first byte picks the parser.
  */
 #include "config.h"
 
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "log.h"
 #include "monitor.h"
 #include "proto.h"
@@ -50,6 +51,21 @@ frames(const uint8_t *p, size_t n)
 	proto_reader_free(&rd);
 }
 
+/* A rerun request's members, as cadred takes them apart. */
+static void
+rerun_request(const uint8_t *p, size_t n)
+{
+	struct monitor_rerun	 q;
+	json_t			*req = NULL;
+	char			 err[512];
+
+	if (cjson_loadb((const char *)p, n, PROTO_MAX_REQUEST, &req, NULL) != 0)
+		return;
+	if (monitor_rerun_parse(req, &q, err, sizeof err) == 0)
+		free((void *)q.runs);
+	json_decref(req);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -60,12 +76,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	log_init("fuzz_proto", LOG_LEVEL_ERROR, LOG_TARGET_STDERR);
 	if (size < 1)
 		return 0;
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0:
 		frames(data + 1, size - 1);
 		break;
 	case 1:
 		monitor_parse_metrics((const char *)data + 1, size - 1, &prog);
+		break;
+	case 3:
+		rerun_request(data + 1, size - 1);
 		break;
 	default:
 		monitor_config_init(&cfg);

@@ -199,7 +199,7 @@ status_reason(struct report *r, const char *run_dir, double *stage)
 
 int
 report_add_run(struct report *r, const char *run_id, const char *run_dir,
-    enum run_state state, const char *reason)
+    enum run_state state, const char *reason, int64_t attempts)
 {
 	const struct spec_run	*pr;
 	struct report_run	*rr;
@@ -239,6 +239,7 @@ report_add_run(struct report *r, const char *run_id, const char *run_dir,
 		diag_warning(&r->warnings, path, 0, 0, "cannot read: %s",
 		    strerror(errno));
 	free(path);
+	rr->attempts = attempts >= 0 ? attempts : (int64_t)rr->m.nstarts;
 	rr->throughput = metrics_throughput(&rr->m);
 	xasprintf(&path, "%s/" RUNDIR_EVAL, run_dir);
 	if (rr->m.nmarks > 0 && (rc = metrics_load_eval(&rr->m, path,
@@ -809,8 +810,7 @@ run_json(const struct report_run *rr)
 	if (!isnan(rr->stage_seconds))
 		json_object_set_new(o, "stage_seconds",
 		    json_real(rr->stage_seconds));
-	json_object_set_new(o, "attempts",
-	    json_integer((json_int_t)rr->m.nstarts));
+	json_object_set_new(o, "attempts", json_integer((json_int_t)rr->attempts));
 	json_object_set_new(o, "samples_per_s", num(rr->throughput));
 	json_object_set_new(o, "measured_steps",
 	    json_integer((json_int_t)rr->m.nsps));

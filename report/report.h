@@ -109,6 +109,7 @@ struct report_run {
 	enum report_class	 cls;
 	size_t			 config;	/* index in report.configs */
 	struct metrics		 m;
+	int64_t			 attempts;	/* cadred's count, else m.nstarts */
 	double			 throughput;	/* metrics_throughput() */
 	int			 has_metrics;
 	double			 stage_seconds;	/* status.json's; NAN: no staging */
@@ -170,11 +171,12 @@ struct report {
  */
 int report_new(const char *exp_id, const char *name, const char *spec_file,
     const char *spec_text, struct diags *d, struct report **out);
-/* Adds one run (its id, directory, state and the reason cadred recorded,
- * NULL or "" for none), reading its run directory. A run id the spec does
- * not plan is a warning, and is left out. */
+/* Adds one run (its id, directory, state, the reason cadred recorded,
+ * NULL or "" for none, and the attempts it recorded, -1 when unknown:
+ * then the attempts that logged a start), reading its run directory. A
+ * run id the spec does not plan is a warning, and is left out. */
 int report_add_run(struct report *r, const char *run_id, const char *run_dir,
-    enum run_state state, const char *reason);
+    enum run_state state, const char *reason, int64_t attempts);
 /* Planned runs not added become missing; computes every figure. */
 void report_finish(struct report *r);
 void report_free(struct report *r);

@@ -281,6 +281,15 @@ size_t spec_plan_nruns(const struct spec_plan *p);
 size_t spec_plan_nconfigs(const struct spec_plan *p);
 const struct spec *spec_plan_spec(const struct spec_plan *p);
 const struct spec_run *spec_plan_run(const struct spec_plan *p, size_t i);
+/* The keys whose values differ between two plans, compared run by run
+ * for the runs both have (by id): fn gets each such key once, with the
+ * values as a spec writes them (a run's, "" when unset) in a and in b.
+ * Returns how many keys differ. Keys the run values do not cover (the
+ * matrix, include and exclude lists) are compared through what they
+ * produce. */
+size_t spec_plan_diff(const struct spec_plan *a, const struct spec_plan *b,
+    void (*fn)(void *ctx, enum spec_key k, const char *va, const char *vb),
+    void *ctx);
 /* Upper bound of GPU time: the sum over runs of total GPUs x time limit. */
 int64_t spec_plan_gpu_seconds(const struct spec_plan *p);
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "log.h"
@@ -191,6 +192,46 @@ spec_run_format(const struct spec_run *r, enum spec_key k)
 		return xstrdup(buf);
 	}
 	return spec_value_format(k, spec_cfg_value(r->spec, r->cfg, k));
+}
+
+size_t
+spec_plan_diff(const struct spec_plan *a, const struct spec_plan *b,
+    void (*fn)(void *ctx, enum spec_key k, const char *va, const char *vb),
+    void *ctx)
+{
+	const struct spec_run	*ra, *rb;
+	unsigned char		 seen[SPEC_KEY_COUNT] = { 0 };
+	char			*va, *vb;
+	size_t			 i, j, nb = spec_plan_nruns(b), ndiff = 0;
+	int			 k;
+
+	for (i = 0; i < spec_plan_nruns(a) && ndiff < SPEC_KEY_COUNT; i++) {
+		ra = spec_plan_run(a, i);
+		/* the same runs in the same order unless the matrix moved */
+		rb = i < nb && strcmp(spec_run_id(spec_plan_run(b, i)),
+		    spec_run_id(ra)) == 0 ? spec_plan_run(b, i) : NULL;
+		for (j = 0; rb == NULL && j < nb; j++) {
+			if (strcmp(spec_run_id(spec_plan_run(b, j)),
+			    spec_run_id(ra)) == 0)
+				rb = spec_plan_run(b, j);
+		}
+		if (rb == NULL)
+			continue;
+		for (k = 0; k < SPEC_KEY_COUNT; k++) {
+			if (seen[k])
+				continue;
+			va = spec_run_format(ra, (enum spec_key)k);
+			vb = spec_run_format(rb, (enum spec_key)k);
+			if (strcmp(va, vb) != 0) {
+				seen[k] = 1;
+				ndiff++;
+				fn(ctx, (enum spec_key)k, va, vb);
+			}
+			free(va);
+			free(vb);
+		}
+	}
+	return ndiff;
 }
 
 void

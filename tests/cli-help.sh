@@ -65,6 +65,8 @@ sample() {
 	FILE) echo "$tmp/none.conf" ;;
 	FMT) echo md ;;
 	TIME|TIMES) echo 20m ;;
+	DURATION) echo 30s ;;
+	SPEC) echo "$spec" ;;
 	*) echo sample ;;
 	esac
 }

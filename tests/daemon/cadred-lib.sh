@@ -36,6 +36,12 @@ cadred_pid=
 cadred_as=
 cadre() { $cadred_as "$cadre_bin" "$@"; }
 
+# cadred_answers: cadred itself answers `cadre status` (without it, status
+# reads the state directory and says that cadred is not running).
+cadred_answers() {
+	_e=$(cadre status 2>&1 >/dev/null) && ! echo "$_e" | grep -q "cadred is not running"
+}
+
 # cadred_start: in the background, logging to $work/d/cadred.log; waits
 # until it answers.
 cadred_start() {
@@ -44,7 +50,7 @@ cadred_start() {
 	$cadred_as "$cadred_bin" --foreground --config "$conf" >> "$work/d/cadred.log" 2>&1 9>&- &
 	cadred_pid=$!
 	_n=0
-	while ! cadre status >/dev/null 2>&1; do
+	while ! cadred_answers; do
 		_n=$((_n + 1))
 		if [ $_n -gt 100 ] || ! kill -0 $cadred_pid 2>/dev/null; then
 			echo "FAIL: cadred did not start:"
@@ -87,6 +93,21 @@ wait_run() { wait_until "$1" run_is "$2" "$3"; }
 # run_ids SPEC: the run ids of a spec, in plan order
 run_ids() {
 	cadre plan --json "$1" | sed -n 's/^ *"id": "\([0-9a-f]*\)",*$/\1/p'
+}
+
+# use_real_agent: cadred (and cadre run) start the real cadre-agent, with
+# its launch and mpirun, on the local backend; the fake trainer stays.
+# Exits 77 without Open MPI or bash.
+use_real_agent() {
+	[ -x "$top_builddir/cadre-agent" ] ||
+	    { echo "FAIL: $top_builddir/cadre-agent not built"; exit 99; }
+	if ! command -v mpirun >/dev/null 2>&1 || ! command -v bash >/dev/null 2>&1; then
+		echo "SKIP: no Open MPI (mpirun) or no bash"
+		exit 77
+	fi
+	TMPDIR=$work	# the job's Open MPI directories
+	export TMPDIR
+	sed -i "s|^agent = .*|agent = $top_builddir/cadre-agent|" "$conf"
 }
 
 # use_real_programs: cadred runs the real cadre-agent and cadre-train

@@ -7,15 +7,9 @@
 # webhook for each change notify.on names (tests/daemon/webhook-server.py).
 set -u
 : "${top_srcdir:?set top_srcdir}" "${top_builddir:?set top_builddir}"
-agent=$top_builddir/cadre-agent
-[ -x "$agent" ] || { echo "FAIL: $agent not built"; exit 99; }
 . "$top_srcdir/tests/lib.sh"
-if ! command -v mpirun >/dev/null 2>&1 || ! command -v bash >/dev/null 2>&1; then
-	skip "no Open MPI (mpirun) or no bash"
-fi
-TMPDIR=$work	# the job's Open MPI directories
-export TMPDIR
 . "$top_srcdir/tests/daemon/cadred-lib.sh"
+use_real_agent
 hook_pid=
 cleanup() {
 	cadred_stop KILL
@@ -23,8 +17,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-# the real agent this time; the fake trainer stays
-sed -i "s|^agent = .*|agent = $agent|" "$conf"
 
 cat > "$work/run.yaml" <<'SPEC'
 version: 1

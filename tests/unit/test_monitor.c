@@ -292,6 +292,90 @@ START_TEST(test_submit_dry)
 	ck_assert_int_eq(count_state(m, id, "cancelled"), 3);
 	ck_assert_int_eq(monitor_all_final(m, id), 1);
 
+	/* rerun: refused ones change nothing */
+	{
+		static const char	 changed_text[] =
+		    "version: 1\n"
+		    "name: unit\n"
+		    "scheduler: { backend: local, max_concurrent: 2 }\n"
+		    "trainer: { model: bert-tiny, data: /nonexistent, steps: 10 }\n"
+		    "measure: { skip_steps: 0 }\n"
+		    "retries: { max: 5 }\n"
+		    "matrix:\n"
+		    "  trainer.seed: [1, 2, 3]\n";
+		char			*none[] = { (char *)"0123456789ab" };
+		struct monitor_rerun	 q = { .target = "nosuch" };
+		json_t			*ch;
+
+		ck_assert_int_eq(monitor_rerun(m, &q, &rep, err, sizeof err),
+		    CADRE_ERR_NOT_FOUND);
+		q.target = id;
+		q.runs = none;
+		q.nruns = 1;
+		ck_assert_int_eq(monitor_rerun(m, &q, &rep, err, sizeof err),
+		    CADRE_ERR_NOT_FOUND);
+		ck_assert_ptr_nonnull(strstr(err, "is not a run of experiment"));
+		ck_assert_int_eq(count_state(m, id, "cancelled"), 3);
+
+		/* the same runs, another retries.max: said, not applied */
+		ck_assert_int_eq(monitor_submit(m, "/x/spec.yaml", changed_text,
+		    strlen(changed_text), &rep, err, sizeof err), 0);
+		ch = json_object_get(rep, "changed");
+		ck_assert_uint_eq(json_array_size(ch), 1);
+		ck_assert_str_eq(json_string_value(json_array_get(ch, 0)),
+		    "retries.max: 3 -> 5");
+		json_decref(rep);
+
+		/* every cancelled run again, the change applied */
+		q.runs = NULL;
+		q.nruns = 0;
+		q.spec_path = "/x/spec.yaml";
+		q.spec_text = changed_text;
+		q.spec_len = strlen(changed_text);
+		ck_assert_int_eq(monitor_rerun(m, &q, &rep, err, sizeof err), 0);
+		ck_assert_int_eq(json_integer_value(json_object_get(rep,
+		    "rerun")), 3);
+		ck_assert_uint_eq(json_array_size(json_object_get(rep,
+		    "changed")), 1);
+		json_decref(rep);
+		ck_assert_int_eq(count_state(m, id, "new"), 3);
+		ck_assert_int_eq(monitor_submit(m, "/x/spec.yaml", changed_text,
+		    strlen(changed_text), &rep, err, sizeof err), 0);
+		ck_assert_uint_eq(json_array_size(json_object_get(rep,
+		    "changed")), 0);
+		json_decref(rep);
+
+		/* a run that has not ended is refused by name */
+		q.spec_text = NULL;
+		{
+			json_t	*stj;
+			char	*rid;
+
+			ck_assert_int_eq(monitor_status(m, id, &stj, err,
+			    sizeof err), 0);
+			rid = xstrdup(json_string_value(json_object_get(
+			    json_array_get(json_object_get(stj, "runs"), 0),
+			    "id")));
+			json_decref(stj);
+			q.target = rid;
+			ck_assert_int_eq(monitor_rerun(m, &q, &rep, err,
+			    sizeof err), CADRE_ERR_INVALID);
+			ck_assert_ptr_nonnull(strstr(err, "has not ended (new)"));
+			free(rid);
+		}
+
+		/* a monitor holding nothing loads the experiment when its
+		 * spec comes again (cadre run of the same spec) */
+		ck_assert_int_eq(monitor_open(st, &cfg, 0, &m2), 0);
+		ck_assert_int_eq(monitor_submit(m2, "/x/spec.yaml", changed_text,
+		    strlen(changed_text), &rep, err, sizeof err), 0);
+		ck_assert_int_eq(json_integer_value(json_object_get(rep, "new")),
+		    0);
+		json_decref(rep);
+		ck_assert_int_eq(count_state(m2, id, "new"), 3);
+		monitor_free(m2);
+	}
+
 	monitor_free(m);
 	monitor_config_free(&cfg);
 	state_close(st);

@@ -281,7 +281,7 @@ add_run(struct report *r, size_t i, double sps, enum run_state s,
 		free(path);
 		free(text);
 	}
-	ck_assert_int_eq(report_add_run(r, spec_run_id(pr), rd, s, ""), 0);
+	ck_assert_int_eq(report_add_run(r, spec_run_id(pr), rd, s, "", -1), 0);
 	free(rd);
 }
 
@@ -373,7 +373,7 @@ START_TEST(test_report_large_status)
 	cbuf_addc(&b, '\0');
 	xasprintf(&path, "%s/" RUNDIR_STATUS, rd);
 	unit_write_file(path, b.data);
-	ck_assert_int_eq(report_add_run(r, spec_run_id(pr), rd, RUN_FAILED, ""),
+	ck_assert_int_eq(report_add_run(r, spec_run_id(pr), rd, RUN_FAILED, "", -1),
 	    0);
 	report_finish(r);
 	ck_assert_uint_eq(r->count[REPORT_OOM], 1);

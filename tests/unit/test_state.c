@@ -248,6 +248,68 @@ START_TEST(test_attempts)
 }
 END_TEST
 
+static int
+count_ck(void *ctx, const struct state_checkpoint *c)
+{
+	(void)c;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* cadre rerun's record, and the read-only open of status without cadred */
+START_TEST(test_rerun_readonly)
+{
+	struct state		*st = open_db(), *ro;
+	struct state_run	 r;
+	struct state_experiment	 e;
+	struct state_checkpoint	 ck;
+	int64_t			 n;
+	int			 nck;
+
+	ck_assert_int_eq(state_open_readonly("/nonexistent/cadre.db", &ro),
+	    CADRE_ERR_NOT_FOUND);
+	add_exp(st, "e1");
+	add_runs(st, "e1", 1, 2);
+	ck_assert_int_eq(state_add_attempt(st, "000000000001", &n), 0);
+	ck_assert_int_eq(state_add_attempt(st, "000000000001", &n), 0);
+	ck_assert_int_eq(state_set_run_state(st, "000000000001", RUN_FAILED,
+	    "oom"), 0);
+	ck = (struct state_checkpoint){ .step = 10, .due_s = 60,
+	    .elapsed_s = 55, .samples = 320, .path = (char *)"checkpoints/step-10",
+	    .attempt = 2 };
+	ck_assert_int_eq(state_add_checkpoint(st, "000000000001", &ck, NULL),
+	    0);
+	ck_assert_int_eq(state_rerun_run(st, "000000000001", "rerun", 1), 0);
+	nck = 0;
+	ck_assert_int_eq(state_list_checkpoints(st, "000000000001", count_ck,
+	    &nck), 0);
+	ck_assert_int_eq(nck, 0);	/* starting over forgets them */
+	ck_assert_int_eq(state_rerun_run(st, "nope", "rerun", 0),
+	    CADRE_ERR_NOT_FOUND);
+	ck_assert_int_eq(state_set_experiment_spec(st, "e1", "/new.yaml",
+	    "version: 1\nname: x\n"), 0);
+
+	ck_assert_int_eq(state_open_readonly(db, &ro), 0);
+	ck_assert_int_eq(state_get_run(ro, "000000000001", &r), 0);
+	ck_assert_int_eq(r.state, RUN_NEW);
+	ck_assert_str_eq(r.reason, "rerun");
+	ck_assert_int_eq(r.attempts, 2);
+	ck_assert_int_eq(r.rerun_base, 2);
+	state_run_free(&r);
+	ck_assert_int_eq(state_get_experiment(ro, "e1", &e), 0);
+	ck_assert_str_eq(e.spec_file, "/new.yaml");
+	state_experiment_free(&e);
+	/* read-only: a write fails, nothing changes */
+	ck_assert_int_ne(state_set_run_state(ro, "000000000001", RUN_DONE,
+	    ""), 0);
+	state_close(ro);
+	ck_assert_int_eq(state_get_run(st, "000000000001", &r), 0);
+	ck_assert_int_eq(r.state, RUN_NEW);
+	state_run_free(&r);
+	state_close(st);
+}
+END_TEST
+
 struct collect {
 	int	n;
 	char	ids[8][64];
@@ -398,6 +460,7 @@ state_suite(void)
 	tcase_add_test(tc, test_idempotent);
 	tcase_add_test(tc, test_transactions);
 	tcase_add_test(tc, test_attempts);
+	tcase_add_test(tc, test_rerun_readonly);
 	tcase_add_test(tc, test_lists_and_events);
 	tcase_add_test(tc, test_crash);
 	tcase_add_test(tc, test_state_names);
