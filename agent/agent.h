@@ -52,6 +52,8 @@ struct rank_status {
 	int64_t	peak_rss_bytes;	/* of the command; -1: not known */
 	int	oom;		/* the cgroup's OOM killer ended it */
 	char	message[RANK_MESSAGE_MAX + 1];	/* why it did not run; "" */
+	/* the command's last error line on stderr; "" */
+	char	last_error[RANK_MESSAGE_MAX + 1];
 };
 
 /* rsh exits with this when it could not run the command at all (as ssh). */

@@ -351,6 +351,10 @@ rank_status_parse(const char *text, size_t len, struct rank_status *rs,
 	    get_bounded_string(root, "message", rs->message, RANK_MESSAGE_MAX,
 	    msg, msglen) != 0)
 		goto out;
+	if (json_object_get(root, "last_error") != NULL &&
+	    get_bounded_string(root, "last_error", rs->last_error,
+	    RANK_MESSAGE_MAX, msg, msglen) != 0)
+		goto out;
 	error = 0;
  out:
 	json_decref(root);

@@ -73,6 +73,9 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 			if (rs.message[0] != '\0')
 				json_object_set_new(entry, STATUS_MESSAGE,
 				    json_string(rs.message));
+			if (rs.last_error[0] != '\0')
+				json_object_set_new(entry, "last_error",
+				    json_string(rs.last_error));
 			/* exit 3 is cadre-train's "out of memory", not a
 			 * program's */
 			if (rs.exited && rs.exit_code != 0 &&
@@ -227,12 +230,16 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		json_object_set_new(st, STATUS_REASON, json_string(REASON_OOM));
 		json_object_set_new(st, "resumable", json_false());
 		set_failed(st, ranks, rk.oom);
+		rank_msg = NULL;
+		(void)cjson_get_string(json_array_get(ranks, (size_t)rk.oom),
+		    "last_error", &rank_msg);
 		json_object_set_new(st, STATUS_MESSAGE, json_is_true(
 		    json_object_get(json_array_get(ranks, (size_t)rk.oom),
 		    REASON_OOM)) ? json_sprintf("rank %d was killed by the "
 		    "kernel's OOM killer", rk.oom) : json_sprintf(
-		    "rank %d ran out of memory (exit %d)", rk.oom,
-		    TRAIN_EXIT_OOM));
+		    "rank %d ran out of memory (exit %d)%s%s", rk.oom,
+		    TRAIN_EXIT_OOM, rank_msg != NULL ? ": " : "",
+		    rank_msg != NULL ? rank_msg : ""));
 		log_error("%s", json_string_value(json_object_get(st,
 		    STATUS_MESSAGE)));
 	} else if ((rk.killed >= 0 && !ended_before(ranks, failed_rank,
@@ -272,8 +279,10 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		json_object_set_new(st, "failed_node",
 		    failed_node ? json_string(failed_node) : json_null());
 		rank_msg = NULL;
-		(void)cjson_get_string(json_array_get(ranks,
-		    (size_t)failed_rank), STATUS_MESSAGE, &rank_msg);
+		if (cjson_get_string(json_array_get(ranks,
+		    (size_t)failed_rank), STATUS_MESSAGE, &rank_msg) != 0)
+			(void)cjson_get_string(json_array_get(ranks,
+			    (size_t)failed_rank), "last_error", &rank_msg);
 		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
 		    "rank %d on %s exited with status %lld%s%s%s", failed_rank,
 		    failed_node ? failed_node : "an unknown node",

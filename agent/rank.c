@@ -207,11 +207,69 @@ line_metrics(struct rank_output *o, const char *p, size_t len)
 		rank_say(o, "metrics_regex: further warnings suppressed");
 }
 
+/* Words that mark a line as the error that ended a command. A launcher's
+ * own wrapper of a worker's failure (torchrun's ChildFailedError) says
+ * less than the worker's line before it. */
+static const char *const error_words[] = {
+	"Error", "error", "ERROR", "Exception", "out of memory", "Killed",
+	"FAILED", "Fatal", "fatal", "mismatch", "No such file", "denied",
+	"Aborted", "Segmentation fault", NULL
+};
+static const char *const error_wrappers[] = {
+	"ChildFailedError", "elastic.multiprocessing", NULL
+};
+
+static int
+has_any(const char *s, const char *const *words)
+{
+	for (; *words != NULL; words++) {
+		if (strstr(s, *words) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+void
+rank_note_stderr(struct rank_output *o, const char *p, size_t len)
+{
+	char	buf[RANK_MESSAGE_MAX + 1];
+	size_t	i, n;
+	int	letters = 0;
+
+	while (len > 0 && (*p == ' ' || *p == '\t'))
+		p++, len--;
+	while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t' ||
+	    p[len - 1] == '\r'))
+		len--;
+	n = len < RANK_MESSAGE_MAX ? len : RANK_MESSAGE_MAX;
+	for (i = 0; i < n; i++) {
+		/* control bytes (colours, NULs) do not go into a reason */
+		buf[i] = (unsigned char)p[i] < 0x20 || p[i] == 0x7f ? ' ' : p[i];
+		if ((buf[i] >= 'A' && buf[i] <= 'Z') ||
+		    (buf[i] >= 'a' && buf[i] <= 'z'))
+			letters++;
+	}
+	buf[n] = '\0';
+	if (letters < 2)
+		return;
+	memcpy(o->last_words, buf, n + 1);
+	if (has_any(buf, error_words) && !has_any(buf, error_wrappers))
+		memcpy(o->last_error, buf, n + 1);
+}
+
+const char *
+rank_last_error(const struct rank_output *o)
+{
+	return o->last_error[0] != '\0' ? o->last_error : o->last_words;
+}
+
 static void
 line_done(struct stream *s, struct rank_output *o, const char *p, size_t len)
 {
 	if (o->mr != NULL)
 		line_metrics(o, p, len);
+	if (s->out == 2)
+		rank_note_stderr(o, p, len);
 	emit_line(o, s->out, s->label, p, len);
 }
 
@@ -587,6 +645,11 @@ rank_write_status(struct rank_ctx *c, const struct rank_result *res,
 		if (message != NULL)
 			json_object_set_new(js, "message",
 			    rank_message_json(message));
+		/* what it said last, for the run's reason */
+		if (*rank_last_error(&c->o) != '\0' && (res == NULL ||
+		    !WIFEXITED(res->status) || WEXITSTATUS(res->status) != 0))
+			json_object_set_new(js, "last_error",
+			    rank_message_json(rank_last_error(&c->o)));
 	}
 	if (js == NULL || cjson_write_atomic(c->status_path, js, 0600) != 0)
 		log_warn("%s: cannot write the rank's status", c->status_path);

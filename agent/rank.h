@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "agent.h"
 #include "buf.h"
 #include "metrics_regex.h"
 
@@ -38,6 +39,10 @@ struct rank_output {
 	int			 warnings;
 	struct cbuf		 line;		/* the tagged line being written */
 	struct cbuf		 mline;		/* the metrics line */
+	/* the command's last stderr line that reads as an error, else its
+	 * last one with words (rank_last_error()) */
+	char			 last_error[RANK_MESSAGE_MAX + 1];
+	char			 last_words[RANK_MESSAGE_MAX + 1];
 };
 
 /* How the signals rank gets reach what it runs. */
@@ -74,6 +79,12 @@ int rank_exec(char *const *argv, struct rank_output *o,
     const struct rank_signals *rs, int sigfd, struct rank_result *res);
 /* 128 + N for a signal, the exit status otherwise. */
 int rank_exit_code(int status);
+/* What the command last said on stderr that explains an end: a line
+ * with an error word ("Error", "error:", "Exception", "out of memory",
+ * "Killed", ...), else the last line with letters in it; "" when none. */
+const char *rank_last_error(const struct rank_output *o);
+/* Takes one line of the command's stderr for rank_last_error(). */
+void rank_note_stderr(struct rank_output *o, const char *p, size_t len);
 /* A message as a JSON string of at most RANK_MESSAGE_MAX bytes. */
 json_t *rank_message_json(const char *msg);
 /* The node's name: $CADRE_NODE, $SLURMD_NODENAME, the short host name

@@ -3,7 +3,8 @@
 # over 2 agents and mpirun. A rank exiting 75 (the trainer checkpointed and
 # stopped) -> preempted, resumable; exit 3 (out of memory) -> oom, not
 # resumable; killed by a signal launch did not send -> node_fail,
-# resumable, naming rank, node and signal; another exit -> failed.
+# resumable, naming rank, node and signal; another exit -> failed, with
+# the rank's last error line on stderr in the message.
 . "$top_srcdir/tests/agent/lib.sh"
 if ! command -v mpirun >/dev/null; then
 	echo "$test_name: skipped: no Open MPI (mpirun)"
@@ -15,7 +16,16 @@ cat >"$work/rankprog" <<'PROG'
 #!/bin/sh
 if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then
 	case $1 in
-	exit) exit "$2" ;;
+	exit)
+		# what a Python program says before it dies: the error line,
+		# then a launcher's decoration, which the reason skips
+		if [ "$2" = 7 ]; then
+			echo "Traceback (most recent call last):" >&2
+			echo '  File "train.py", line 3, in <module>' >&2
+			printf 'ValueError: shard 3: checksum mismatch\r\n' >&2
+			echo "==========" >&2
+		fi
+		exit "$2" ;;
 	kill) kill -"$2" $$ ;;
 	esac
 fi
@@ -65,4 +75,5 @@ run_case exit 7
 [ "$rc" = 1 ] || fail "exit 7: launch exited $rc: $(cat "$work/err")"
 has '"reason": "failed"' "exit 7"
 has '"resumable": false' "exit 7"
-ok "a rank exits 7: failed (1), not resumable"
+has '"message": "rank 1 on node2 exited with status 7: ValueError: shard 3: checksum mismatch"' "exit 7"
+ok "a rank exits 7: failed (1), not resumable, its last error line in the message"
