@@ -74,8 +74,13 @@ void monitor_parse_metrics(const char *text, size_t len,
 /* How an attempt ended, from the scheduler's final (or unknown) state
  * and status.json's reason (NULL when there is none): one of the end
  * reasons of rundir.h, REASON_TIMEOUT, REASON_CANCELLED, or REASON_LOST
- * (the scheduler forgot the job and there is no status.json). */
-const char *monitor_end_reason(enum sched_state st, const char *status_reason);
+ * (the scheduler forgot the job and there is no status.json). A job that
+ * failed killed by a signal (or exiting 128 + N) with no status.json
+ * lost its launch: REASON_NODE_FAIL, resumable. */
+const char *monitor_end_reason(const struct sched_status *ss,
+    const char *status_reason);
+/* Whether a job's end says a signal killed it (or its launch). */
+int monitor_job_killed(const struct sched_status *ss);
 
 enum monitor_verdict {
 	MONITOR_DONE = 0,

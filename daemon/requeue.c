@@ -23,14 +23,25 @@
 #include "strutil.h"
 #include "xmalloc.h"
 
+int
+monitor_job_killed(const struct sched_status *ss)
+{
+	return ss->exit_signal != 0 || ss->exit_code > 128;
+}
+
 const char *
-monitor_end_reason(enum sched_state st, const char *sr)
+monitor_end_reason(const struct sched_status *ss, const char *sr)
 {
 	/* status.json is what the job itself saw; a reason we do not know
 	 * counts as a failure */
 	if (sr != NULL && !rundir_status_reason_known(sr))
 		sr = REASON_FAILED;
-	switch (st) {
+	/* launch writes status.json whatever its ranks did: a job killed
+	 * without one lost launch itself (SIGKILL, its node gone) */
+	if (sr == NULL && (ss->state == SCHED_FAILED ||
+	    ss->state == SCHED_DONE) && monitor_job_killed(ss))
+		return REASON_NODE_FAIL;
+	switch (ss->state) {
 	case SCHED_CANCELLED:
 		return REASON_CANCELLED;
 	case SCHED_TIMEOUT:
@@ -183,7 +194,13 @@ mon_end_attempt(struct monitor *m, struct mrun *r, const struct sched_status *ss
 	mon_read_progress(r);
 	mon_collect(m, r, 1);
 	memset(&e, 0, sizeof e);
-	e.reason = monitor_end_reason(ss->state, have_status ? sreason : NULL);
+	e.reason = monitor_end_reason(ss, have_status ? sreason : NULL);
+	if (!have_status && smsg == NULL &&
+	    strcmp(e.reason, REASON_NODE_FAIL) == 0 && monitor_job_killed(ss))
+		xasprintf(&smsg, "the job was killed (%s %d) before launch "
+		    "wrote status.json: its head node or launch was lost",
+		    ss->exit_signal != 0 ? "signal" : "exit",
+		    ss->exit_signal != 0 ? ss->exit_signal : ss->exit_code);
 	if (strcmp(e.reason, REASON_LOST) == 0)
 		e.reason = REASON_FAILED;
 	e.attempts = r->attempts - r->rerun_base;

@@ -20,33 +20,47 @@ START_TEST(test_end_reason)
 	static const struct {
 		enum sched_state	 st;
 		const char		*status, *want;
+		int			 code, sig;
 	} c[] = {
-		{ SCHED_DONE, NULL, "done" },
-		{ SCHED_DONE, "done", "done" },
-		{ SCHED_DONE, "failed", "failed" },
-		{ SCHED_FAILED, NULL, "failed" },
-		{ SCHED_FAILED, "preempted", "preempted" },
-		{ SCHED_FAILED, "node_fail", "node_fail" },
-		{ SCHED_FAILED, "startup_timeout", "startup_timeout" },
-		{ SCHED_FAILED, "oom", "oom" },
-		{ SCHED_FAILED, "weird", "failed" },
-		{ SCHED_TIMEOUT, NULL, "timeout" },
-		{ SCHED_TIMEOUT, "preempted", "timeout" },
-		{ SCHED_TIMEOUT, "done", "done" },
-		{ SCHED_PREEMPTED, NULL, "preempted" },
-		{ SCHED_NODE_FAIL, "failed", "node_fail" },
-		{ SCHED_CANCELLED, "preempted", "cancelled" },
+		{ SCHED_DONE, NULL, "done", 0, 0 },
+		{ SCHED_DONE, "done", "done", 0, 0 },
+		{ SCHED_DONE, "failed", "failed", 0, 0 },
+		{ SCHED_FAILED, NULL, "failed", 0, 0 },
+		{ SCHED_FAILED, "preempted", "preempted", 0, 0 },
+		{ SCHED_FAILED, "node_fail", "node_fail", 0, 0 },
+		{ SCHED_FAILED, "startup_timeout", "startup_timeout", 0, 0 },
+		{ SCHED_FAILED, "oom", "oom", 0, 0 },
+		{ SCHED_FAILED, "weird", "failed", 0, 0 },
+		{ SCHED_TIMEOUT, NULL, "timeout", 0, 0 },
+		{ SCHED_TIMEOUT, "preempted", "timeout", 0, 0 },
+		{ SCHED_TIMEOUT, "done", "done", 0, 0 },
+		{ SCHED_PREEMPTED, NULL, "preempted", 0, 0 },
+		{ SCHED_NODE_FAIL, "failed", "node_fail", 0, 0 },
+		{ SCHED_CANCELLED, "preempted", "cancelled", 0, 0 },
 		/* forgotten by the scheduler: status.json decides */
-		{ SCHED_UNKNOWN, "done", "done" },
-		{ SCHED_UNKNOWN, "preempted", "preempted" },
-		{ SCHED_UNKNOWN, NULL, "lost" },
+		{ SCHED_UNKNOWN, "done", "done", 0, 0 },
+		{ SCHED_UNKNOWN, "preempted", "preempted", 0, 0 },
+		{ SCHED_UNKNOWN, NULL, "lost", 0, 0 },
+		/* launch killed: no status.json, the job killed or 128 + N */
+		{ SCHED_FAILED, NULL, "node_fail", 137, 0 },
+		{ SCHED_FAILED, NULL, "node_fail", -1, 9 },
+		{ SCHED_FAILED, "failed", "failed", 137, 0 },
+		{ SCHED_FAILED, NULL, "failed", 1, 0 },
+		{ SCHED_CANCELLED, NULL, "cancelled", -1, 15 },
+		{ SCHED_TIMEOUT, NULL, "timeout", -1, 9 },
 	};
-	size_t	i;
+	struct sched_status	ss;
+	size_t			i;
 
-	for (i = 0; i < sizeof c / sizeof c[0]; i++)
-		ck_assert_msg(strcmp(monitor_end_reason(c[i].st, c[i].status),
+	for (i = 0; i < sizeof c / sizeof c[0]; i++) {
+		memset(&ss, 0, sizeof ss);
+		ss.state = c[i].st;
+		ss.exit_code = c[i].code;
+		ss.exit_signal = c[i].sig;
+		ck_assert_msg(strcmp(monitor_end_reason(&ss, c[i].status),
 		    c[i].want) == 0, "case %zu: %s", i,
-		    monitor_end_reason(c[i].st, c[i].status));
+		    monitor_end_reason(&ss, c[i].status));
+	}
 }
 END_TEST
 
