@@ -218,12 +218,12 @@ run_report(const struct cli_command *cmd, int argc, char **argv)
 		    strerror(errno));
 		goto out;
 	}
-	/* The plot paths go to stderr when stdout carries csv or json. */
-	if (o.plot != NULL && render_plots(r, o.plot, o.format == FMT_MD ? stdout :
-	    stderr) != 0)
+	/* The plot paths go to stderr: stdout is the report alone, in
+	 * every format. */
+	if (o.plot != NULL && render_plots(r, o.plot, stderr) != 0)
 		goto out;
-	if (o.plot != NULL && o.nat > 0 && render_plots_at(r, o.plot, o.format ==
-	    FMT_MD ? stdout : stderr) != 0)
+	if (o.plot != NULL && o.nat > 0 && render_plots_at(r, o.plot,
+	    stderr) != 0)
 		goto out;
 	ret = CLI_EXIT_OK;
 

@@ -497,8 +497,11 @@ render_csv(const struct report *r, FILE *fp)
 
 	fputs("experiment,config_id,nodes,gpus_per_node,gpus,ranks,"
 	    "batch_size,global_batch,precision,", fp);
+	/* the fixed columns already hold nodes, GPUs, batch and precision */
 	for (j = 0; j < spec_nvaried(r->spec); j++)
-		csv_cell(fp, spec_key_info(spec_varied(r->spec, j))->path, 0);
+		if (!fixed_key(spec_varied(r->spec, j)))
+			csv_cell(fp, spec_key_info(spec_varied(r->spec,
+			    j))->path, 0);
 	fputs("runs,", fp);
 	for (k = 0; k < REPORT_CLASS_COUNT; k++)
 		fprintf(fp, "%s,", report_class_name(k));
@@ -513,7 +516,8 @@ render_csv(const struct report *r, FILE *fp)
 		    c->gpus_per_node, c->gpus, c->ranks, c->batch,
 		    c->global_batch, c->precision);
 		for (j = 0; j < spec_nvaried(r->spec); j++)
-			csv_cell(fp, c->values[j], 0);
+			if (!fixed_key(spec_varied(r->spec, j)))
+				csv_cell(fp, c->values[j], 0);
 		fprintf(fp, "%zu,", c->nruns);
 		for (k = 0; k < REPORT_CLASS_COUNT; k++)
 			fprintf(fp, "%zu,", c->count[k]);

@@ -78,6 +78,15 @@ if [ $rc = 0 ] && [ "$n" = 4 ] && head -n 1 "$work/out" | grep -q '^experiment,c
 else
 	fail "csv: exit $rc, $n lines"
 fi
+# every column once, each row as wide as the header (nodes is varied
+# here: it is the fixed column, not a second one)
+dups=$(head -n 1 "$work/out" | tr -d '\r' | tr ',' '\n' | sort | uniq -d)
+widths=$(awk -F, '{ print NF }' "$work/out" | sort -u | wc -l)
+if [ -z "$dups" ] && [ "$widths" = 1 ]; then
+	pass "csv: no column twice, every row as wide as the header"
+else
+	fail "csv: duplicate columns '$dups' or $widths row widths: $(head -n 1 "$work/out")"
+fi
 
 # ---------------------------------------------------------------- json + recompute
 run e1a2b3c4d5e6 -f json

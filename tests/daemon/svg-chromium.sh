@@ -13,8 +13,9 @@ sd=$work/state
 make_experiment "$sd" dddd00000004 plots 1 || { fail "fixture"; exit 1; }
 "$cadre" report --state-dir "$sd" plots --plot "$work/plots" > "$work/out" 2> "$work/err"
 rc=$?
-if [ $rc = 0 ] && grep -q "^$work/plots/loss.svg$" "$work/out"; then
-	pass "--plot writes the SVG files and prints their paths"
+if [ $rc = 0 ] && grep -q "^$work/plots/loss.svg$" "$work/err" &&
+    ! grep -q "\.svg$" "$work/out"; then
+	pass "--plot writes the SVG files and prints their paths on stderr"
 else
 	fail "--plot: exit $rc: $(cat "$work/err")"
 	exit 1
