@@ -23,6 +23,7 @@
 #include "error.h"
 #include "json.h"
 #include "jobscript.h"
+#include "monitor.h"
 #include "paths.h"
 #include "rundir.h"
 #include "spec.h"
@@ -62,23 +63,6 @@ script_opt(void *ctx, const char *name, const char *arg)
 	else if (strcmp(name, "write") == 0)
 		o->write = 1;
 	return 0;
-}
-
-/* NAME next to this program (cadre-agent, cadre-train); caller frees. */
-static char *
-sibling(const char *name)
-{
-	char	self[PATH_MAX], *slash, *p;
-	ssize_t	n;
-
-	if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) <= 0)
-		return xstrdup(name);
-	self[n] = '\0';
-	if ((slash = strrchr(self, '/')) == NULL)
-		return xstrdup(name);
-	*slash = '\0';
-	xasprintf(&p, "%s/%s", self, name);
-	return p;
 }
 
 /* The run of plan p whose id is id or starts with it; *nmatch counts. */
@@ -192,6 +176,7 @@ run_script(const struct cli_command *cmd, int argc, char **argv)
 	struct cbuf		 text, tmpl;
 	enum jobscript_kind	 kind;
 	const char		*backend;
+	struct monitor_config	 defaults;
 	char			*dir = NULL, *agent = NULL, *trainer = NULL;
 	char			*tpath = NULL, *out = NULL, name[64], err[1024];
 	char			 rp[PATH_MAX];
@@ -208,6 +193,9 @@ run_script(const struct cli_command *cmd, int argc, char **argv)
 	diags_init(&d);
 	cbuf_init(&text, SPEC_MAX_BYTES);
 	cbuf_init(&tmpl, JOBSCRIPT_MAX);
+	/* cadred's defaults: the programs beside this one, the installed
+	 * templates or, in a build tree, the source tree's */
+	monitor_config_init(&defaults);
 	if ((e = cbuf_read_file(&text, argv[first])) != 0) {
 		fprintf(stderr, "cadre script: %s: %s\n", argv[first],
 		    e == CADRE_ERR_SYSTEM ? strerror(errno) :
@@ -273,13 +261,12 @@ run_script(const struct cli_command *cmd, int argc, char **argv)
 		    "CADRE_STATE_DIR or HOME, or pass --run-dir\n");
 		goto out;
 	}
-	agent = o.agent != NULL ? xstrdup(o.agent) : sibling("cadre-agent");
-	trainer = o.trainer != NULL ? xstrdup(o.trainer) :
-	    sibling("cadre-train");
+	agent = xstrdup(o.agent != NULL ? o.agent : defaults.agent);
+	trainer = xstrdup(o.trainer != NULL ? o.trainer : defaults.trainer);
 	snprintf(name, sizeof name, "cadre-%s", spec_run_id(r));
 	jobscript_from_run(s, r, dir, name, agent, trainer, &js);
 	xasprintf(&tpath, "%s/%s.sh.in", o.templates != NULL ? o.templates :
-	    DATADIR "/templates", kind == JOBSCRIPT_PBS ? "pbs" : "slurm");
+	    defaults.templates, kind == JOBSCRIPT_PBS ? "pbs" : "slurm");
 	if ((e = cbuf_read_file(&tmpl, tpath)) != 0) {
 		fprintf(stderr, "cadre script: %s: %s (--templates DIR names "
 		    "the directory of slurm.sh.in and pbs.sh.in)\n", tpath,
@@ -315,6 +302,7 @@ run_script(const struct cli_command *cmd, int argc, char **argv)
 	diags_sort(&d);
 	diags_print(&d, stderr);
  out:
+	monitor_config_free(&defaults);
 	free(out);
 	free(tpath);
 	free(agent);
@@ -338,7 +326,8 @@ static const struct cli_option script_options[] = {
 	{ "write", 'w', NULL, "Also create the run dir: train.json (a "
 	    "program's: program.json), keys/, job.sh, spec.yaml, run.json" },
 	{ "templates", 0, "DIR", "Where slurm.sh.in and pbs.sh.in are "
-	    "(default: the installed ones)" },
+	    "(default: cadred's: the installed ones, in a build tree the "
+	    "source tree's)" },
 	{ "agent", 0, "PATH", "cadre-agent on the nodes (default: the one "
 	    "next to this cadre)" },
 	{ "trainer", 0, "PATH", "cadre-train on the nodes (default: the one "

@@ -40,6 +40,12 @@ id2=$(echo "$ids" | sed -n 2p)
     grep -qx "run_dir=$CADRE_STATE_DIR/runs/$id2" "$work/s2" && [ ! -e "$CADRE_STATE_DIR" ] &&
     pass "slurm script of run $id2: directives, paths, default run dir; nothing written" ||
     fail "slurm script: $rc $(cat "$work/err") $(head -n 12 "$work/s2")"
+# no --templates, uninstalled: the build tree finds the source tree's
+"$cadre" script "$work/spec.yaml" --run "$id2" > "$work/s3" 2> "$work/err"; rc=$?
+[ $rc = 0 ] && grep -q '^#SBATCH --nodes=2$' "$work/s3" &&
+    grep -qx "agent=$top_builddir/cadre-agent" "$work/s3" &&
+    pass "from the build tree: templates and agent found without options" ||
+    fail "script without --templates: $rc $(cat "$work/err")"
 prefix=$(echo "$id1" | cut -c1-5)
 "$cadre" script "$work/spec.yaml" -r "$prefix" -b pbs --templates "$tmpl" > "$work/p1" 2> "$work/err"; rc=$?
 [ $rc = 0 ] && grep -q '^#PBS ' "$work/p1" && ! grep -q '^#SBATCH' "$work/p1" &&
