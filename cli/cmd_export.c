@@ -193,12 +193,11 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 	dir = argv[first + 1];
 	if (cli_open_state("cadre export", o.state_dir, &st) != 0)
 		goto out;
-	if ((rc = state_get_run(st, run, &sr)) != 0) {
-		fprintf(stderr, "cadre export: run '%s': %s (cadre status lists "
-		    "the runs)\n", run, rc == CADRE_ERR_NOT_FOUND ? "no such run" :
-		    cadre_strerror(rc));
+	if (state_find_run(st, run, &sr, msg, sizeof msg) != 0) {
+		fprintf(stderr, "cadre export: %s\n", msg);
 		goto out;
 	}
+	run = sr.id;
 	have_run = 1;
 	p.o = &o;
 	if ((rc = state_list_checkpoints(st, run, pick_one, &p)) != 0) {

@@ -52,11 +52,40 @@ struct run_opts {
 	json_t		*which;			/* rerun's flags */
 };
 
+/* --state-dir: that state directory, read and driven here; cadred (whose
+ * state directory is its own) is not asked. */
+static int	local_only;
+
+static int
+use_state_dir(const char *dir)
+{
+	char	cwd[4096], *abs;
+
+	if (*dir == '\0') {
+		fprintf(stderr, "cadre: --state-dir: an empty path\n");
+		return CADRE_ERR_INVALID;
+	}
+	if (dir[0] == '/')
+		abs = xstrdup(dir);
+	else if (getcwd(cwd, sizeof cwd) != NULL)
+		xasprintf(&abs, "%s/%s", cwd, dir);
+	else {
+		fprintf(stderr, "cadre: getcwd: %s\n", strerror(errno));
+		return CADRE_ERR_SYSTEM;
+	}
+	setenv("CADRE_STATE_DIR", abs, 1);
+	free(abs);
+	local_only = 1;
+	return 0;
+}
+
 static int
 run_opt(void *ctx, const char *name, const char *arg)
 {
 	struct run_opts	*o = ctx;
 
+	if (strcmp(name, "state-dir") == 0)
+		return use_state_dir(arg);
 	if (strcmp(name, "json") == 0)
 		o->json = 1;
 	else if (strcmp(name, "follow") == 0)
@@ -189,7 +218,7 @@ local_status(const char *target, const char *format, json_t **st, char *err,
 
 	if (cli_local_open("status", NULL, 1, &l) != 0)
 		return CADRE_ERR_NOT_FOUND;
-	if (!said) {
+	if (!said && !local_only) {
 		fprintf(stderr, "cadre: cadred is not running: the state as "
 		    "recorded in %s (read-only; nothing is polled)\n", l.db);
 		said = 1;
@@ -211,9 +240,12 @@ static int
 get_status(const char *target, const char *format, json_t **st, char *err,
     size_t errlen)
 {
-	json_t	*req = proto_request(PROTO_OP_STATUS);
+	json_t	*req;
 	int	 rc;
 
+	if (local_only)
+		return local_status(target, format, st, err, errlen);
+	req = proto_request(PROTO_OP_STATUS);
 	json_object_set_new(req, "target", target != NULL ?
 	    json_string(target) : json_null());
 	json_object_set_new(req, "format", json_string(format));
@@ -425,8 +457,9 @@ run_logs(const struct cli_command *cmd, int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	r = json_array_get(json_object_get(st, "runs"), 0);
+	/* a run id, whole or a unique start of one */
 	if (json_array_size(json_object_get(st, "runs")) != 1 ||
-	    strcmp(cli_jstr(r, "id"), argv[first]) != 0) {
+	    strncmp(cli_jstr(r, "id"), argv[first], strlen(argv[first])) != 0) {
 		fprintf(stderr, "cadre logs: '%s' is not a run id (cadre status "
 		    "EXP lists the runs)\n", argv[first]);
 		goto out;
@@ -620,7 +653,8 @@ run_rerun(const struct cli_command *cmd, int argc, char **argv)
 		json_object_set_new(req, "spec", json_stringn(text.data,
 		    text.len));
 	}
-	rc = client_request(req, &rep, err, sizeof err);
+	rc = local_only ? CADRE_ERR_NOT_FOUND : client_request(req, &rep, err,
+	    sizeof err);
 	if (rc == 0) {
 		/* cadred runs them */
 		print_changes("rerun", rep, NULL);
@@ -652,8 +686,9 @@ run_rerun(const struct cli_command *cmd, int argc, char **argv)
 		rc = CLI_EXIT_OK;
 		goto out;
 	}
-	fprintf(stderr, "cadre rerun: cadred is not running: the runs go in "
-	    "the foreground; Ctrl-C cancels them\n");
+	fprintf(stderr, "cadre rerun: %s: the runs go in the foreground; "
+	    "Ctrl-C cancels them\n", local_only ? "--state-dir" :
+	    "cadred is not running");
 	rc = cli_local_drive("rerun", &l, id, o.progress_every);
 out:
 	cli_local_close(&l);
@@ -671,6 +706,13 @@ out_req:
 static const struct cli_option no_options[] = { { NULL, 0, NULL, NULL } };
 static const struct cli_option status_options[] = {
 	{ "json", 0, NULL, "Print the status as JSON" },
+	{ "state-dir", 0, "DIR", "Read this state directory here instead "
+	    "of asking cadred" },
+	{ NULL, 0, NULL, NULL }
+};
+static const struct cli_option watch_options[] = {
+	{ "state-dir", 0, "DIR", "Read this state directory here instead "
+	    "of asking cadred" },
 	{ NULL, 0, NULL, NULL }
 };
 static const struct cli_option logs_options[] = {
@@ -678,6 +720,8 @@ static const struct cli_option logs_options[] = {
 	    "ends" },
 	{ "rank", 0, "N", "Print rank N's log (log/rank-N.log) instead of "
 	    "the job's output" },
+	{ "state-dir", 0, "DIR", "Read this state directory here instead "
+	    "of asking cadred" },
 	{ NULL, 0, NULL, NULL }
 };
 static const struct cli_option run_options[] = {
@@ -686,6 +730,8 @@ static const struct cli_option run_options[] = {
 	{ "progress-every", 0, "DURATION", "Not on a terminal: a line per "
 	    "running run this often (default 1m; 0: changes only)" },
 	{ "quiet", 'q', NULL, "No progress on stderr" },
+	{ "state-dir", 0, "DIR", "State directory (default: $CADRE_STATE_DIR, "
+	    "...)" },
 	{ NULL, 0, NULL, NULL }
 };
 static const struct cli_option rerun_options[] = {
@@ -702,6 +748,8 @@ static const struct cli_option rerun_options[] = {
 	{ "progress-every", 0, "DURATION", "Without cadred, not on a "
 	    "terminal: a line per running run this often (default 1m)" },
 	{ "quiet", 'q', NULL, "No progress on stderr" },
+	{ "state-dir", 0, "DIR", "Rerun the runs of this state directory "
+	    "here, in the foreground, instead of asking cadred" },
 	{ NULL, 0, NULL, NULL }
 };
 
@@ -728,7 +776,7 @@ const struct cli_command cli_cmd_watch = {
 	"On a terminal: a progress bar, samples/s and ETA per run, redrawn "
 	"every second;\notherwise one line whenever a run changes. Exit "
 	"status 0 when every run is\ndone, 1 otherwise.\n",
-	no_options, run_watch
+	watch_options, run_watch
 };
 
 const struct cli_command cli_cmd_logs = {

@@ -1024,16 +1024,56 @@ int
 mon_resolve(struct monitor *m, const char *target, struct mexp **e,
     struct mrun **r, char *err, size_t errlen)
 {
+	struct mexp	*pe = NULL;
+	struct mrun	*pr = NULL;
+	const char	*other = NULL;
+	size_t		 i, n = 0, len;
+
 	*e = NULL;
 	*r = NULL;
 	if (target == NULL)
 		return 0;
 	if ((*r = mon_find_run(m, target)) != NULL)
 		return 0;
+	/* the rule of every command (state_find_experiment's): an id, a
+	 * unique start of one, or an experiment's name (the newest) */
+	for (i = 0; i < m->nexps; i++) {
+		if (strcmp(m->exps[i]->id, target) == 0) {
+			*e = m->exps[i];
+			return 0;
+		}
+	}
+	if ((len = strlen(target)) > 0) {
+		for (i = 0; i < m->nexps; i++) {
+			if (strncmp(m->exps[i]->id, target, len) == 0) {
+				other = pe != NULL ? pe->id : other;
+				pe = m->exps[i];
+				n++;
+			}
+		}
+		for (i = 0; i < m->nruns; i++) {
+			if (strncmp(m->runs[i]->id, target, len) == 0) {
+				other = pe != NULL ? pe->id : pr != NULL ?
+				    pr->id : other;
+				pr = m->runs[i];
+				n++;
+			}
+		}
+	}
+	if (n == 1) {
+		*e = pe;
+		*r = pr;
+		return 0;
+	}
 	if ((*e = mon_find_exp(m, target)) != NULL)
 		return 0;
+	if (n > 1)
+		return cadre_errf(err, errlen, CADRE_ERR_EXISTS, "'%.64s' is the "
+		    "start of %zu ids (%s, %s%s): give more of it", target, n,
+		    other, pr != NULL ? pr->id : pe->id, n > 2 ? ", ..." : "");
 	return cadre_errf(err, errlen, CADRE_ERR_NOT_FOUND, "no experiment or run "
-	    "'%.64s' (cadre status lists them)", target);
+	    "'%.64s' (an id, a unique start of one, or an experiment's name; "
+	    "cadre status lists them)", target);
 }
 
 int

@@ -88,7 +88,11 @@ select_runs(struct monitor *m, struct mexp *e, const struct monitor_rerun *q,
 	*out = xcalloc(m->nruns + 1, sizeof **out);
 	*n = 0;
 	for (i = 0; i < q->nruns; i++) {
-		if ((r = mon_find_run(m, q->runs[i])) == NULL || r->exp != e)
+		struct mexp	*re;
+
+		/* ids as every command takes them: whole or a unique start */
+		if (mon_resolve(m, q->runs[i], &re, &r, err, errlen) != 0 ||
+		    r == NULL || r->exp != e)
 			return cadre_errf(err, errlen, CADRE_ERR_NOT_FOUND,
 			    "'%.64s' is not a run of experiment %s (cadre "
 			    "status %s lists them)", q->runs[i], e->id, e->id);

@@ -986,6 +986,46 @@ find_exp(void *ctx, const struct state_experiment *e)
 }
 
 int
+state_find_run(struct state *st, const char *arg, struct state_run *out,
+    char *msg, size_t msglen)
+{
+	sqlite3_stmt	*stmt;
+	char		 ids[2][STATE_ID_MAX];
+	int		 r, n = 0;
+
+	msg[0] = '\0';
+	if ((r = state_get_run(st, arg, out)) != CADRE_ERR_NOT_FOUND) {
+		if (r != 0)
+			snprintf(msg, msglen, "%s", cadre_strerror(r));
+		return r;
+	}
+	/* hex digits only: nothing of LIKE's syntax gets into the pattern */
+	if (*arg != '\0' && strlen(arg) < STATE_ID_MAX &&
+	    strspn(arg, "0123456789abcdef") == strlen(arg)) {
+		if ((r = prep(st, &stmt, "SELECT id FROM runs WHERE id LIKE "
+		    "? || '%' ORDER BY id LIMIT 2")) != 0)
+			return r;
+		bind_text(stmt, 1, arg);
+		while (n < 2 && sqlite3_step(stmt) == SQLITE_ROW) {
+			snprintf(ids[n], sizeof ids[n], "%s",
+			    (const char *)sqlite3_column_text(stmt, 0));
+			n++;
+		}
+		sqlite3_finalize(stmt);
+	}
+	if (n == 1)
+		return state_get_run(st, ids[0], out);
+	if (n > 1) {
+		snprintf(msg, msglen, "'%s' is the start of several run ids "
+		    "(%s, %s, ...): give more of it", arg, ids[0], ids[1]);
+		return CADRE_ERR_EXISTS;
+	}
+	snprintf(msg, msglen, "no run '%s' (an id or a unique start of one; "
+	    "cadre status lists the runs)", arg);
+	return CADRE_ERR_NOT_FOUND;
+}
+
+int
 state_find_experiment(struct state *st, const char *arg, char **id,
     char *msg, size_t msglen)
 {

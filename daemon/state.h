@@ -174,5 +174,9 @@ int state_list_events(struct state *st, const char *run, int64_t after,
  * (msg says which). */
 int state_find_experiment(struct state *st, const char *arg, char **id,
     char *msg, size_t msglen);
+/* The run arg names: its id or a unique start of one (hex digits);
+ * CADRE_ERR_NOT_FOUND or CADRE_ERR_EXISTS with msg saying why. */
+int state_find_run(struct state *st, const char *arg, struct state_run *out,
+    char *msg, size_t msglen);
 
 #endif

@@ -145,4 +145,15 @@ else
 fi
 cadre submit "$work/exp.yaml" > "$work/out" 2> "$work/err"
 grep -q "differs" "$work/err" && fail "the applied spec still differs: $(cat "$work/err")"
+
+# ids as every command takes them: a unique start of one; --state-dir
+# reads that directory here, cadred or not
+short=$(echo "$bad" | cut -c1-6)
+if cadre status --state-dir "$CADRE_STATE_DIR" "$short" > "$work/out" 2> "$work/err" &&
+    grep -q "^  $bad .* done " "$work/out" && ! grep -q "not running" "$work/err" &&
+    cadre logs "$short" | grep -q "fake trainer"; then
+	pass "status --state-dir and logs take a run id's start"
+else
+	fail "id prefix / --state-dir: $(cat "$work/out" "$work/err")"
+fi
 exit $failed

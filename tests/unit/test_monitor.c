@@ -294,6 +294,26 @@ START_TEST(test_submit_dry)
 	ck_assert_int_eq(count_state(m, id, "new"), 1);
 	ck_assert_int_eq(monitor_all_final(m, id), 0);
 
+	/* the id rule of every command: a unique start of an id */
+	{
+		json_t	*stj;
+		char	 rid[8];
+
+		ck_assert_int_eq(monitor_status(m, "unit", &stj, err,
+		    sizeof err), 0);
+		snprintf(rid, sizeof rid, "%.6s", json_string_value(
+		    json_object_get(json_array_get(json_object_get(stj, "runs"),
+		    0), "id")));
+		json_decref(stj);
+		ck_assert_int_eq(monitor_status(m, rid, &stj, err, sizeof err),
+		    0);
+		ck_assert_uint_eq(json_array_size(json_object_get(stj, "runs")),
+		    1);
+		json_decref(stj);
+		ck_assert_int_eq(monitor_status(m, "", &stj, err, sizeof err),
+		    CADRE_ERR_NOT_FOUND);
+	}
+
 	/* a second monitor over the same database picks the runs up */
 	ck_assert_int_eq(monitor_open(st, &cfg, 1, &m2), 0);
 	ck_assert_int_eq(count_state(m2, id, "queued"), 2);

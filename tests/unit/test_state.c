@@ -289,6 +289,24 @@ START_TEST(test_rerun_readonly)
 	ck_assert_int_eq(state_set_experiment_spec(st, "e1", "/new.yaml",
 	    "version: 1\nname: x\n"), 0);
 
+	/* a run by its id or a unique start of one */
+	{
+		char	msg[256];
+
+		add_runs(st, "e1", 16, 17);
+		ck_assert_int_eq(state_find_run(st, "0000000000", &r, msg,
+		    sizeof msg), CADRE_ERR_EXISTS);
+		ck_assert_ptr_nonnull(strstr(msg, "give more of it"));
+		ck_assert_int_eq(state_find_run(st, "00000000001", &r, msg,
+		    sizeof msg), 0);
+		ck_assert_str_eq(r.id, "000000000010");
+		state_run_free(&r);
+		ck_assert_int_eq(state_find_run(st, "0%", &r, msg, sizeof msg),
+		    CADRE_ERR_NOT_FOUND);
+		ck_assert_int_eq(state_find_run(st, "fff", &r, msg, sizeof msg),
+		    CADRE_ERR_NOT_FOUND);
+		ck_assert_ptr_nonnull(strstr(msg, "no run 'fff'"));
+	}
 	ck_assert_int_eq(state_open_readonly(db, &ro), 0);
 	ck_assert_int_eq(state_get_run(ro, "000000000001", &r), 0);
 	ck_assert_int_eq(r.state, RUN_NEW);
