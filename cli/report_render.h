@@ -34,6 +34,10 @@ char **table_row(struct table *t);
 void table_print_md(const struct table *t, FILE *fp);
 void table_free(struct table *t);
 
+/* Whether varied key k has a fixed column of its own (nodes, GPUs per
+ * node, batch, precision); the other varied keys get one each. */
+int report_fixed_key(enum spec_key k);
+
 /* CSV cells ending in ',', or in CRLF when last. */
 void csv_cell(FILE *fp, const char *s, int last);
 void csv_num(FILE *fp, double v);

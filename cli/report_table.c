@@ -201,9 +201,8 @@ table_free(struct table *t)
 	free(t->right);
 }
 
-/* Varied keys shown as their own columns: all but the fixed ones. */
-static int
-fixed_key(enum spec_key k)
+int
+report_fixed_key(enum spec_key k)
 {
 	return k == SPEC_K_RES_NODES || k == SPEC_K_RES_GPUS_PER_NODE ||
 	    k == SPEC_K_BATCH_SIZE || k == SPEC_K_PRECISION;
@@ -257,7 +256,7 @@ md_configs(const struct report *r, FILE *fp)
 	char			**row;
 
 	for (j = 0; j < spec_nvaried(r->spec); j++) {
-		if (!fixed_key(spec_varied(r->spec, j))) {
+		if (!report_fixed_key(spec_varied(r->spec, j))) {
 			xi[nextra] = j;
 			extra[nextra++] = spec_varied(r->spec, j);
 		}
@@ -499,7 +498,7 @@ render_csv(const struct report *r, FILE *fp)
 	    "batch_size,global_batch,precision,", fp);
 	/* the fixed columns already hold nodes, GPUs, batch and precision */
 	for (j = 0; j < spec_nvaried(r->spec); j++)
-		if (!fixed_key(spec_varied(r->spec, j)))
+		if (!report_fixed_key(spec_varied(r->spec, j)))
 			csv_cell(fp, spec_key_info(spec_varied(r->spec,
 			    j))->path, 0);
 	fputs("runs,", fp);
@@ -516,7 +515,7 @@ render_csv(const struct report *r, FILE *fp)
 		    c->gpus_per_node, c->gpus, c->ranks, c->batch,
 		    c->global_batch, c->precision);
 		for (j = 0; j < spec_nvaried(r->spec); j++)
-			if (!fixed_key(spec_varied(r->spec, j)))
+			if (!report_fixed_key(spec_varied(r->spec, j)))
 				csv_cell(fp, c->values[j], 0);
 		fprintf(fp, "%zu,", c->nruns);
 		for (k = 0; k < REPORT_CLASS_COUNT; k++)

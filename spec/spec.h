@@ -290,6 +290,12 @@ const struct spec_run *spec_plan_run(const struct spec_plan *p, size_t i);
 size_t spec_plan_diff(const struct spec_plan *a, const struct spec_plan *b,
     void (*fn)(void *ctx, enum spec_key k, const char *va, const char *vb),
     void *ctx);
+/* The keys whose base values (before the matrix) differ between two
+ * specs, keys varied in either left out (their values are the
+ * configurations'): fn as spec_plan_diff's. Returns how many. */
+size_t spec_diff(const struct spec *a, const struct spec *b,
+    void (*fn)(void *ctx, enum spec_key k, const char *va, const char *vb),
+    void *ctx);
 /* Upper bound of GPU time: the sum over runs of total GPUs x time limit. */
 int64_t spec_plan_gpu_seconds(const struct spec_plan *p);
 

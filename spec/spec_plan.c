@@ -234,6 +234,32 @@ spec_plan_diff(const struct spec_plan *a, const struct spec_plan *b,
 	return ndiff;
 }
 
+size_t
+spec_diff(const struct spec *a, const struct spec *b,
+    void (*fn)(void *ctx, enum spec_key k, const char *va, const char *vb),
+    void *ctx)
+{
+	char	*va, *vb;
+	size_t	 n = 0;
+	int	 k;
+
+	for (k = 0; k < SPEC_KEY_COUNT; k++) {
+		if (a->varied_index[k] >= 0 || b->varied_index[k] >= 0)
+			continue;
+		va = spec_value_format((enum spec_key)k, spec_cfg_value(a, NULL,
+		    (enum spec_key)k));
+		vb = spec_value_format((enum spec_key)k, spec_cfg_value(b, NULL,
+		    (enum spec_key)k));
+		if (strcmp(va, vb) != 0) {
+			n++;
+			fn(ctx, (enum spec_key)k, va, vb);
+		}
+		free(va);
+		free(vb);
+	}
+	return n;
+}
+
 void
 spec_run_model(const struct spec_run *r, struct spec_model_dims *m)
 {

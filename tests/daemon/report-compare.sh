@@ -30,6 +30,14 @@ case $(verdict 2) in
 "+50.0%;faster") pass "2 nodes: +50.0%, faster (outside the noise band)" ;;
 *) fail "2 nodes: $(verdict 2)" ;;
 esac
+# what else differs, outside the matrix: the name and the seed
+if grep -qx -- "- name: before -> after" "$work/md" &&
+    grep -qx -- "- trainer.seed: 42 -> 43" "$work/md" &&
+    [ "$(sed -n '/^Spec differences/,/^|/p' "$work/md" | grep -c '^- ')" = 2 ]; then
+	pass "the spec differences: name and trainer.seed"
+else
+	fail "spec differences: $(sed -n '/^Spec differences/,/^|/p' "$work/md")"
+fi
 case $(verdict 1) in
 "+0.0%;within noise") pass "1 node: +0.0%, within noise" ;;
 *) fail "1 node: $(verdict 1)" ;;
@@ -50,10 +58,16 @@ for m in sorted(r["compare"]["configurations"], key=lambda m: nodes[m["config_a"
     ch = m["change"]
     print(nodes[m["config_a"]], "-" if ch is None else "%.2f" % ch, m["outside_noise"])
 ' "$work/json" | tr '\n' ';')
-	if [ "$got" = "1 0.00 False;2 0.50 True;4 - False;" ]; then
+	diff=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(";".join("%s:%s>%s" % (d["key"], d["a"], d["b"]) for d in r["compare"]["spec_diff"]))
+' "$work/json")
+	if [ "$got" = "1 0.00 False;2 0.50 True;4 - False;" ] &&
+	    [ "$diff" = "name:before>after;trainer.seed:42>43" ]; then
 		pass "json comparison: $got"
 	else
-		fail "json comparison: $got"
+		fail "json comparison: $got $diff"
 	fi
 elif [ $rc != 0 ]; then
 	fail "json comparison: exit $rc: $(cat "$work/err")"
