@@ -49,13 +49,21 @@ render_config_label(const struct report *r, size_t ci)
 	struct cbuf	b;
 	size_t		j;
 
+	const struct report_config	*c = &r->configs[ci];
+
+	/* what a reader compares: the resources, batch and precision, then
+	 * whatever else the matrix varies */
 	cbuf_init(&b, SIZE_MAX);
+	cbuf_addf(&b, "%lld node%s x %lld rank%s, batch %lld, %s",
+	    (long long)c->nodes, c->nodes == 1 ? "" : "s",
+	    (long long)(c->nodes > 0 ? c->ranks / c->nodes : c->ranks),
+	    c->nodes > 0 && c->ranks / c->nodes == 1 ? "" : "s",
+	    (long long)c->batch, c->precision);
 	for (j = 0; j < spec_nvaried(r->spec); j++)
-		cbuf_addf(&b, "%s%s=%s", j > 0 ? " " : "",
-		    spec_key_leaf(spec_varied(r->spec, j)),
-		    r->configs[ci].values[j]);
-	if (b.len == 0)
-		cbuf_adds(&b, r->configs[ci].id);
+		if (!report_fixed_key(spec_varied(r->spec, j)))
+			cbuf_addf(&b, ", %s=%s",
+			    spec_key_leaf(spec_varied(r->spec, j)),
+			    c->values[j]);
 	return cbuf_detach(&b, NULL);
 }
 

@@ -18,8 +18,92 @@
 #include "svg.h"
 #include "xmalloc.h"
 
-#define LOSS_PLOT_POINTS	2000	/* per run: enough for the eye */
-#define LOSS_PLOT_TOTAL		400000	/* over all runs: the SVG stays small */
+#define LOSS_PLOT_POINTS	2000	/* per line: enough for the eye */
+#define LOSS_PLOT_TOTAL		400000	/* over all lines: the SVG stays small */
+
+/* The loss of run rr at step s (its last value there: a resumed attempt
+ * logs a step again), NAN when it logged none; *at walks rr's steps in
+ * order as s grows. */
+static double
+loss_at(const struct report_run *rr, double s, size_t *at)
+{
+	double	v = NAN;
+
+	while (*at < rr->m.nloss && rr->m.loss_step[*at] < s)
+		(*at)++;
+	while (*at < rr->m.nloss && rr->m.loss_step[*at] == s)
+		v = rr->m.loss[(*at)++];
+	return v;
+}
+
+/*
+ * Configuration ci's loss curve over its runs with step lines: on the
+ * steps of its longest run (thinned to a cap), the median, min and max
+ * of the runs that logged the step. Returns the points (0: none; the
+ * four arrays are then NULL).
+ */
+static size_t
+config_loss(const struct report *r, size_t ci, double **x, double **med,
+    double **lo, double **hi)
+{
+	const struct report_run	**runs, *grid = NULL;
+	double			*v;
+	size_t			*at, nr = 0, i, j, k, nv, n, step, cap, nlines = 0;
+
+	*x = *med = *lo = *hi = NULL;
+	for (i = 0; i < r->nconfigs; i++) {
+		for (j = 0; j < r->nruns; j++) {
+			if (r->runs[j].config == i && r->runs[j].m.nloss > 0) {
+				nlines++;
+				break;
+			}
+		}
+	}
+	runs = xcalloc(r->nruns + 1, sizeof *runs);
+	for (i = 0; i < r->nruns; i++) {
+		if (r->runs[i].config != ci || r->runs[i].m.nloss == 0)
+			continue;
+		runs[nr++] = &r->runs[i];
+		if (grid == NULL || r->runs[i].m.nloss > grid->m.nloss)
+			grid = &r->runs[i];
+	}
+	if (nr == 0) {
+		free(runs);
+		return 0;
+	}
+	cap = nlines > 0 ? LOSS_PLOT_TOTAL / nlines : LOSS_PLOT_POINTS;
+	if (cap > LOSS_PLOT_POINTS)
+		cap = LOSS_PLOT_POINTS;
+	if (cap < 50)
+		cap = 50;
+	step = (grid->m.nloss + cap - 1) / cap;
+	n = (grid->m.nloss + step - 1) / step;
+	*x = xcalloc(n, sizeof **x);
+	*med = xcalloc(n, sizeof **med);
+	*lo = xcalloc(n, sizeof **lo);
+	*hi = xcalloc(n, sizeof **hi);
+	at = xcalloc(nr, sizeof *at);
+	v = xcalloc(nr, sizeof *v);
+	for (j = 0; j < n; j++) {
+		(*x)[j] = grid->m.loss_step[j * step];
+		for (k = 0, nv = 0; k < nr; k++) {
+			double	l = loss_at(runs[k], (*x)[j], &at[k]);
+
+			if (!isnan(l))
+				v[nv++] = l;
+		}
+		(*med)[j] = report_median(v, nv);
+		(*lo)[j] = (*hi)[j] = NAN;
+		for (k = 0; k < nv; k++) {
+			(*lo)[j] = k == 0 ? v[k] : fmin((*lo)[j], v[k]);
+			(*hi)[j] = k == 0 ? v[k] : fmax((*hi)[j], v[k]);
+		}
+	}
+	free(v);
+	free(at);
+	free(runs);
+	return n;
+}
 
 static int
 plot_write(FILE *list, const char *dir, const char *file,
@@ -47,9 +131,10 @@ render_plots(const struct report *r, const char *dir, FILE *list)
 	struct svg_chart		 ch;
 	struct svg_series		*ss;
 	double				*x, *y, *ideal, *ex, *ey, *lx, *ly;
+	double				*lo, *hi;
 	char				*title = NULL, *file = NULL, **labels;
 	double				 ix[2], iy[2] = { 100, 100 };
-	size_t				 i, j, k, n, step, cap;
+	size_t				 i, j, k, n;
 	int				 rc = 0;
 
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
@@ -72,11 +157,17 @@ render_plots(const struct report *r, const char *dir, FILE *list)
 			ideal[j] = b->median * (double)c->ranks /
 			    (double)b->ranks;
 		}
+		lo = xcalloc(g->n, sizeof *lo);
+		hi = xcalloc(g->n, sizeof *hi);
+		for (j = 0; j < g->n; j++) {
+			lo[j] = r->configs[g->configs[j]].min;
+			hi[j] = r->configs[g->configs[j]].max;
+		}
 		ss = xcalloc(2, sizeof *ss);
-		ss[0] = (struct svg_series){ "measured (median)", x, y, g->n,
-		    0, 1 };
+		ss[0] = (struct svg_series){ "measured (median; band: min..max "
+		    "of the repeats)", x, y, g->n, 0, 1, lo, hi };
 		ss[1] = (struct svg_series){ "ideal (linear from baseline)", x,
-		    ideal, g->n, 1, 0 };
+		    ideal, g->n, 1, 0, NULL, NULL };
 		xasprintf(&title, "%s: throughput, %s", r->name, g->title);
 		ch = (struct svg_chart){ title, "ranks (GPUs or processes)",
 		    "samples/s", 1, 1, 0, 0 };
@@ -87,6 +178,8 @@ render_plots(const struct report *r, const char *dir, FILE *list)
 		free(ss);
 		free(x);
 		free(y);
+		free(lo);
+		free(hi);
 		free(ideal);
 	}
 
@@ -99,7 +192,7 @@ render_plots(const struct report *r, const char *dir, FILE *list)
 			g = &r->groups[i];
 			b = &r->configs[g->baseline];
 			ss[i] = (struct svg_series){ g->title, ex + k, ey + k,
-			    g->n, 0, 1 };
+			    g->n, 0, 1, NULL, NULL };
 			for (j = 0; j < g->n; j++, k++) {
 				c = &r->configs[g->configs[j]];
 				ex[k] = (double)c->ranks;
@@ -117,7 +210,7 @@ render_plots(const struct report *r, const char *dir, FILE *list)
 				ix[1] = (double)r->configs[i].ranks;
 		}
 		ss[r->ngroups] = (struct svg_series){ "ideal (100%)", ix, iy, 2,
-		    1, 0 };
+		    1, 0, NULL, NULL };
 		xasprintf(&title, "%s: scaling efficiency", r->name);
 		ch = (struct svg_chart){ title, "ranks (GPUs or processes)",
 		    "efficiency (%)", 1, 1, 0, 0 };
@@ -129,43 +222,29 @@ render_plots(const struct report *r, const char *dir, FILE *list)
 		free(ey);
 	}
 
-	/* loss against step, one line per run with step lines */
+	/* loss against step, one line per configuration: the median over
+	 * its repeats, their min..max as a band */
 	if (rc == 0) {
-		ss = xcalloc(r->nruns + 1, sizeof *ss);
-		labels = xcalloc(r->nruns + 1, sizeof *labels);
-		for (i = 0, n = 0; i < r->nruns; i++)
-			n += r->runs[i].m.nloss > 0;
-		cap = n > 0 ? LOSS_PLOT_TOTAL / n : LOSS_PLOT_POINTS;
-		if (cap > LOSS_PLOT_POINTS)
-			cap = LOSS_PLOT_POINTS;
-		if (cap < 50)
-			cap = 50;
-		for (i = 0, k = 0; i < r->nruns; i++) {
-			const struct report_run	*rr = &r->runs[i];
-
-			if (rr->m.nloss == 0)
+		ss = xcalloc(r->nconfigs + 1, sizeof *ss);
+		labels = xcalloc(r->nconfigs + 1, sizeof *labels);
+		for (i = 0, k = 0; i < r->nconfigs; i++) {
+			if ((n = config_loss(r, i, &lx, &ly, &lo, &hi)) == 0)
 				continue;
-			step = (rr->m.nloss + cap - 1) / cap;
-			n = (rr->m.nloss + step - 1) / step;
-			lx = xcalloc(n, sizeof *lx);
-			ly = xcalloc(n, sizeof *ly);
-			for (j = 0; j < n; j++) {
-				lx[j] = rr->m.loss_step[j * step];
-				ly[j] = rr->m.loss[j * step];
-			}
-			xasprintf(&labels[k], "%s r%" PRId64 " (%s)", rr->id,
-			    rr->repeat, report_class_name(rr->cls));
-			ss[k] = (struct svg_series){ labels[k], lx, ly, n, 0,
-			    0 };
+			labels[k] = render_config_label(r, i);
+			ss[k] = (struct svg_series){ labels[k], lx, ly, n, 0, 0,
+			    lo, hi };
 			k++;
 		}
-		xasprintf(&title, "%s: training loss", r->name);
+		xasprintf(&title, "%s: training loss (median of the repeats, "
+		    "band: min..max)", r->name);
 		ch = (struct svg_chart){ title, "step", "loss", 0, 1, 0, 0 };
 		rc = plot_write(list, dir, "loss.svg", &ch, ss, k);
 		free(title);
 		for (i = 0; i < k; i++) {
 			free((void *)ss[i].x);
 			free((void *)ss[i].y);
+			free((void *)ss[i].ylo);
+			free((void *)ss[i].yhi);
 			free(labels[i]);
 		}
 		free(labels);
@@ -217,8 +296,10 @@ render_plots_at(const struct report *r, const char *dir, FILE *list)
 			free(rows);
 		}
 		labels[ns] = render_config_label(r, ci);
-		ts[ns] = (struct svg_series){ labels[ns], tx[ns], ay[ns], nm, 0, 1 };
-		ss[ns] = (struct svg_series){ labels[ns], sx[ns], ay[ns], nm, 0, 1 };
+		ts[ns] = (struct svg_series){ labels[ns], tx[ns], ay[ns], nm, 0, 1,
+		    NULL, NULL };
+		ss[ns] = (struct svg_series){ labels[ns], sx[ns], ay[ns], nm, 0, 1,
+		    NULL, NULL };
 		ns++;
 		free(marks);
 	}

@@ -33,7 +33,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		p = nl + 1;
 	}
 	(void)metrics_throughput(&m);
-	s = (struct svg_series){ "run", m.loss_step, m.loss, m.nloss, 0, 1 };
+	s = (struct svg_series){ "run", m.loss_step, m.loss, m.nloss, 0, 1,
+	    NULL, NULL };
 	cbuf_init(&b, (size_t)16 << 20);
 	(void)svg_chart_render(&b, &c, &s, 1);
 	cbuf_free(&b);

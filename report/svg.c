@@ -187,7 +187,7 @@ svg_chart_render(struct cbuf *b, const struct svg_chart *c,
 	 * half of it */
 	for (i = 0, npts = 0; i < ns; i++)
 		npts += s[i].n;
-	if (b->max - b->len < 16384 + ns * 512 + npts * 64)
+	if (b->max - b->len < 16384 + ns * 512 + npts * 160)
 		return CADRE_ERR_TOO_LARGE;
 	for (i = 0; i < ns; i++) {
 		for (j = 0; j < s[i].n; j++) {
@@ -197,6 +197,11 @@ svg_chart_render(struct cbuf *b, const struct svg_chart *c,
 			xmax = fmax(xmax, s[i].x[j]);
 			ymin = fmin(ymin, s[i].y[j]);
 			ymax = fmax(ymax, s[i].y[j]);
+			if (s[i].ylo != NULL && s[i].yhi != NULL &&
+			    plottable(s[i].ylo[j], s[i].yhi[j])) {
+				ymin = fmin(ymin, s[i].ylo[j]);
+				ymax = fmax(ymax, s[i].yhi[j]);
+			}
 		}
 	}
 	if (!isfinite(xmin)) {
@@ -259,6 +264,32 @@ svg_chart_render(struct cbuf *b, const struct svg_chart *c,
 	    "transform=\"translate(20 %.1f) rotate(-90)\">", T + ph / 2);
 	svg_escape(b, c->ylabel != NULL ? c->ylabel : "");
 	cbuf_adds(b, "</text>\n");
+
+	/* the bands first, under every line */
+	for (i = 0; i < ns; i++) {
+		if (s[i].ylo == NULL || s[i].yhi == NULL)
+			continue;
+		cbuf_addf(b, "<polygon fill=\"%s\" fill-opacity=\"0.18\" "
+		    "stroke=\"none\" points=\"", palette[i % NPALETTE]);
+		pen = 0;
+		/* along the top, then back along the bottom */
+		for (k = 0; k < 2; k++) {
+			for (j = 0; j < s[i].n; j++) {
+				size_t	jj = k == 0 ? j : s[i].n - 1 - j;
+				double	yy = k == 0 ? s[i].yhi[jj] : s[i].ylo[jj];
+
+				if (!plottable(s[i].x[jj], s[i].y[jj]) ||
+				    !plottable(s[i].ylo[jj], s[i].yhi[jj]))
+					continue;
+				px = L + (s[i].x[jj] - ax.lo) / (ax.hi - ax.lo) *
+				    pw;
+				py = T + ph - (yy - ay.lo) / (ay.hi - ay.lo) * ph;
+				cbuf_addf(b, "%s%.1f,%.1f", pen++ ? " " : "", px,
+				    py);
+			}
+		}
+		cbuf_adds(b, "\"/>\n");
+	}
 
 	/* the series */
 	for (i = 0; i < ns; i++) {

@@ -1,7 +1,8 @@
 /*
  * A small writer of line charts as SVG 1.1 (for cadre report --plot): axes
  * with "nice" ticks and numbers, axis labels, a title, a legend, one
- * polyline (solid or dashed) with optional markers per series. No C
+ * polyline (solid or dashed) with optional markers and an optional
+ * shaded band per series. No C
  * plotting library that is kept up and packaged fits (docs/report.md).
  * Text is escaped for XML and made valid UTF-8; points that are not
  * finite are left out.
@@ -19,6 +20,9 @@ struct svg_series {
 	size_t		 n;
 	int		 dashed;	/* e.g. an ideal line */
 	int		 markers;	/* a dot at each point */
+	/* a band from ylo to yhi under the line (the spread of repeats),
+	 * shaded in its colour; NULL: none */
+	const double	*ylo, *yhi;
 };
 
 struct svg_chart {

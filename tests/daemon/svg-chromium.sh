@@ -31,6 +31,12 @@ assert t.find(ns + "title").text, "no title"
 assert any("samples/s" in x or "loss" in x or "efficiency" in x for x in texts), "no axis label"
 assert sum(1 for x in texts if x.strip().replace(".", "").isdigit()) >= 6, "too few tick numbers"
 assert t.findall(".//" + ns + "polyline"), "no line"
+if sys.argv[1].endswith("loss.svg"):
+    # a line per configuration, named by its resources, batch and
+    # precision (not run ids), the repeats' spread as a band
+    assert any(x.startswith("1 node x 1 rank, batch 8, fp32") for x in texts), texts
+    assert not any(len(x) == 12 and all(ch in "0123456789abcdef" for ch in x) for x in texts), "a run id in the legend"
+    assert t.findall(".//" + ns + "polygon"), "no band"
 PY
 	then
 		pass "$f: well-formed SVG 1.1 with title, axis labels, ticks, lines"

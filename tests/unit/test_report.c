@@ -420,9 +420,11 @@ START_TEST(test_svg_render)
 {
 	const double		 x[] = { 1, 2, NAN, 8 };
 	const double		 y[] = { 10, NAN, 3, 70 };
+	const double		 lo[] = { 8, 1, 1, 65 };
+	const double		 hi[] = { 12, 1, 1, 90 };
 	struct svg_series	 s[2] = {
-		{ "a<b", x, y, 4, 0, 1 },
-		{ "ideal", x, y, 0, 1, 0 },
+		{ "a<b", x, y, 4, 0, 1, lo, hi },
+		{ "ideal", x, y, 0, 1, 0, NULL, NULL },
 	};
 	struct svg_chart	 c = { "T & t", "ranks", "samples/s", 1, 1, 0,
 	    0 };
@@ -436,11 +438,16 @@ START_TEST(test_svg_render)
 	ck_assert_ptr_null(strstr(b.data, "nan"));
 	ck_assert_ptr_null(strstr(b.data, "inf"));
 	ck_assert_ptr_nonnull(strstr(b.data, "</svg>\n"));
+	/* the band: one shaded polygon, its top above the line's top */
+	ck_assert_ptr_nonnull(strstr(b.data, "<polygon fill="));
+	ck_assert_ptr_null(strstr(strstr(b.data, "<polygon") + 1, "<polygon"));
+	ck_assert_ptr_nonnull(strstr(b.data, ">90<") != NULL ||
+	    strstr(b.data, ">100<") != NULL ? b.data : NULL);
 	/* extreme and equal values: the axes stay finite, ticks bounded */
 	{
 		const double	ex[] = { -1e300, 1e14, 1e14 + 1, 1e15 };
 		const double	ey[] = { 5, 5, 5, 5 };
-		struct svg_series e = { "e", ex, ey, 4, 0, 1 };
+		struct svg_series e = { "e", ex, ey, 4, 0, 1, NULL, NULL };
 
 		cbuf_reset(&b);
 		ck_assert_int_eq(svg_chart_render(&b, &c, &e, 1), 0);
