@@ -574,6 +574,11 @@ monitor_submit(struct monitor *m, const char *path, const char *text,
 		spec_free(s);
 		return 0;
 	}
+	if ((rc = mon_after_check(m, s, id, err, errlen)) != 0) {
+		spec_plan_free(p);
+		spec_free(s);
+		return rc;
+	}
 	if ((rc = state_begin(m->st)) != 0)
 		goto fail;
 	if ((rc = state_add_experiment(m->st, id, spec_get_string(s,
@@ -858,6 +863,36 @@ active(enum run_state s)
 	return s == RUN_QUEUED || s == RUN_STARTING || s == RUN_RUNNING;
 }
 
+/* after: whether e's new runs wait (their reason says for what); those
+ * that can never start fail. */
+static int
+hold_after(struct monitor *m, struct mexp *e)
+{
+	char	why[MONITOR_ERR_MAX];
+	size_t	i, nnew = 0;
+	int	st;
+
+	if (!spec_is_set(e->spec, SPEC_K_AFTER))
+		return 0;
+	for (i = 0; i < m->nruns; i++)
+		nnew += m->runs[i]->exp == e && m->runs[i]->state == RUN_NEW;
+	if (nnew == 0)
+		return 0;
+	if ((st = mon_after_state(m, e, why, sizeof why)) == 0)
+		return 0;
+	for (i = 0; i < m->nruns; i++) {
+		struct mrun	*r = m->runs[i];
+
+		if (r->exp != e || r->state != RUN_NEW)
+			continue;
+		if (st < 0)
+			fail_run(m, r, why);
+		else if (strcmp(r->reason, why) != 0)
+			(void)mon_set_state(m, r, RUN_NEW, why);
+	}
+	return 1;
+}
+
 static void
 submit_due(struct monitor *m, double now)
 {
@@ -878,6 +913,8 @@ submit_due(struct monitor *m, double now)
 					live++;
 			}
 		}
+		if (hold_after(m, e))
+			continue;
 		for (j = 0; j < m->nruns; j++) {
 			struct mrun	*r = m->runs[j];
 

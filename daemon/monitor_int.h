@@ -105,6 +105,17 @@ struct mexp *mon_get_exp(struct monitor *m, const char *id);
  * takes from them; e's runs point into the new plan. */
 void mon_exp_set_spec(struct monitor *m, struct mexp *e, struct spec *s,
     struct spec_plan *p);
+/* depends.c: whether e's new runs may start (after:): 0 yes, 1 not yet,
+ * -1 never (a named experiment has a failed or cancelled run, or is not
+ * recorded); why says which. */
+int mon_after_state(struct monitor *m, struct mexp *e, char *why,
+    size_t len);
+/* A spec's after: at submit (its experiment id id): every name recorded,
+ * none this experiment, no chain back to it; CADRE_ERR_INVALID with err
+ * otherwise. */
+int mon_after_check(struct monitor *m, const struct spec *s, const char *id,
+    char *err, size_t errlen);
+
 /* rerun.c: what a new text of e's spec (expanded into p) changes, as
  * ["KEY: OLD -> NEW", ...]; empty when nothing does. */
 json_t *mon_spec_changes(struct monitor *m, struct mexp *e, const char *text,

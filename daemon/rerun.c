@@ -183,6 +183,8 @@ monitor_rerun(struct monitor *m, const struct monitor_rerun *q, json_t **reply,
 			    "experiment", q->spec_path, e->id, id);
 			goto out;
 		}
+		if ((rc = mon_after_check(m, s, e->id, err, errlen)) != 0)
+			goto out;
 		changed = mon_spec_changes(m, e, q->spec_text, p);
 	} else
 		changed = json_array();

@@ -75,6 +75,9 @@ static const struct spec_key_info keys[SPEC_KEY_COUNT] = {
 	[SPEC_K_DESCRIPTION] = { "description", SPEC_T_TEXT, N,
 	    INT(0, SPEC_MAX_TEXT),
 	    .doc = "Free text, shown in reports." },
+	[SPEC_K_AFTER] = { "after", SPEC_T_WORDS, N, INT(0, 16),
+	    .doc = "Experiments (names or ids) every run of which must be done "
+	    "before this one's runs start." },
 
 	[SPEC_K_SCHED_BACKEND] = { "scheduler.backend", SPEC_T_ENUM, 0,
 	    .values = backends, .def = "local",
