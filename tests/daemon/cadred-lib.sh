@@ -95,10 +95,18 @@ run_ids() {
 	cadre plan --json "$1" | sed -n 's/^ *"id": "\([0-9a-f]*\)",*$/\1/p'
 }
 
+# cadred_cleanup: at exit, cadred stopped and $work removed (the trap
+# use_real_agent sets; a test that needs more sets its own).
+cadred_cleanup() {
+	cadred_stop KILL
+	rm -rf "$work"
+}
+
 # use_real_agent: cadred (and cadre run) start the real cadre-agent, with
 # its launch and mpirun, on the local backend; the fake trainer stays.
 # Exits 77 without Open MPI or bash.
 use_real_agent() {
+	trap cadred_cleanup EXIT
 	[ -x "$top_builddir/cadre-agent" ] ||
 	    { echo "FAIL: $top_builddir/cadre-agent not built"; exit 99; }
 	if ! command -v mpirun >/dev/null 2>&1 || ! command -v bash >/dev/null 2>&1; then

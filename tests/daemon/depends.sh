@@ -9,11 +9,6 @@ set -u
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/daemon/cadred-lib.sh"
 use_real_agent
-cleanup() {
-	cadred_stop KILL
-	rm -rf "$work"
-}
-trap cleanup EXIT
 
 spec() {	# NAME SEED [AFTER]
 	cat <<SPEC
