@@ -224,8 +224,10 @@ str_no_control(const char *s, size_t max)
 	return 1;
 }
 
-int
-str_is_name(const char *s, size_t max)
+/* Whether s is 1..max bytes of letters, digits and the characters of
+ * set and of more (NULL: none). */
+static int
+word_of(const char *s, size_t max, const char *set, const char *more)
 {
 	size_t	n;
 	char	c;
@@ -234,10 +236,23 @@ str_is_name(const char *s, size_t max)
 		if (n >= max)
 			return 0;
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    su_isdigit(c) || c == '.' || c == '_' || c == '-'))
+		    su_isdigit(c) || strchr(set, c) != NULL ||
+		    (more != NULL && strchr(more, c) != NULL)))
 			return 0;
 	}
 	return n > 0;
+}
+
+int
+str_is_sched_word(const char *s, size_t max, const char *extra)
+{
+	return word_of(s, max, STR_SCHED_WORD_CHARS, extra);
+}
+
+int
+str_is_name(const char *s, size_t max)
+{
+	return word_of(s, max, "._-", NULL);
 }
 
 int

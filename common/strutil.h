@@ -32,6 +32,13 @@ int str_to_double(const char *s, double *out);
  * the keys of and the table must stay fast for. */
 uint32_t str_hash(const void *s, size_t len);
 
+/* Whether s may stand as it is in a scheduler directive (#SBATCH, #PBS)
+ * or a slurmrestd field: 1..max bytes of A-Z a-z 0-9, the characters of
+ * STR_SCHED_WORD_CHARS and those of extra (NULL: none), e.g. a Slurm
+ * constraint's STR_SCHED_CONSTRAINT_CHARS. */
+#define STR_SCHED_WORD_CHARS		"._,:=+/@%^~![]{}-"
+#define STR_SCHED_CONSTRAINT_CHARS	"&|()*"
+int str_is_sched_word(const char *s, size_t max, const char *extra);
 /* Whether s matches [A-Za-z0-9._-]{1,max}. */
 int str_is_name(const char *s, size_t max);
 /* Whether s[0..len) is an environment variable name: [A-Za-z_][A-Za-z0-9_]*,

@@ -24,27 +24,6 @@
 #define WORD_MAX	SPEC_MAX_WORD
 #define SLURM_SIG_MAX	65535	/* --signal's time is 16 bits */
 
-int
-jobscript_word_ok(const char *s)
-{
-	size_t	i;
-
-	if (s == NULL || *s == '\0')
-		return 0;
-	for (i = 0; s[i] != '\0'; i++) {
-		unsigned char	c = (unsigned char)s[i];
-
-		if (i >= WORD_MAX)
-			return 0;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9'))
-			continue;
-		if (strchr("._,:=+/@%^~![]{}-", c) == NULL)
-			return 0;
-	}
-	return 1;
-}
-
 /* Whether s is an environment variable name. */
 static int
 env_name_ok(const char *s, size_t len)
@@ -88,6 +67,13 @@ jobscript_from_run(const struct spec *s, const struct spec_run *r,
 	j->account = spec_run_string(r, SPEC_K_SCHED_ACCOUNT);
 	j->qos = spec_run_string(r, SPEC_K_SCHED_QOS);
 	j->extra = spec_run_list(r, SPEC_K_SCHED_EXTRA, &j->nextra);
+	j->constraint = spec_run_string(r, SPEC_K_SCHED_CONSTRAINT);
+	j->reservation = spec_run_string(r, SPEC_K_SCHED_RESERVATION);
+	j->exclusive = spec_run_bool(r, SPEC_K_RES_EXCLUSIVE);
+	js->srun_extra = spec_run_list(r, SPEC_K_SCHED_SRUN_EXTRA,
+	    &js->nsrun_extra);
+	js->setup = spec_run_list(r, SPEC_K_SETUP, &js->nsetup);
+	js->env = spec_run_pairs(r, SPEC_K_ENV, &js->nenv);
 	js->agent = agent;
 	js->trainer = trainer;
 	js->launcher = spec_run_string(r, SPEC_K_LAUNCHER);
@@ -117,13 +103,14 @@ jobscript_from_run(const struct spec *s, const struct spec_run *r,
 }
 
 static int
-check_word(const char *what, const char *v, char *err, size_t errlen)
+check_word(const char *what, const char *v, const char *extra, char *err,
+    size_t errlen)
 {
-	if (v == NULL || jobscript_word_ok(v))
+	if (v == NULL || str_is_sched_word(v, WORD_MAX, extra))
 		return 0;
 	return cadre_errf(err, errlen, CADRE_ERR_INVALID, "%s: '%s' cannot be written into a job "
-	    "script's scheduler lines: use letters, digits and . _ , : = + / "
-	    "@ %% ^ ~ ! [ ] { } - only", what, v);
+	    "script's scheduler lines: use letters, digits and %s%s only", what,
+	    v, STR_SCHED_WORD_CHARS, extra != NULL ? extra : "");
 }
 
 int
@@ -160,11 +147,16 @@ jobscript_check_job(const struct sched_job *j, char *err, size_t errlen)
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "signal grace: %" PRId64 " s: expected "
 		    "0 to %d s and less than the time limit", j->signal_grace,
 		    SLURM_SIG_MAX);
-	if ((r = check_word("scheduler.partition", j->partition, err,
+	if ((r = check_word("scheduler.partition", j->partition, NULL, err,
 	    errlen)) != 0 ||
-	    (r = check_word("scheduler.account", j->account, err, errlen)) != 0 ||
-	    (r = check_word("scheduler.qos", j->qos, err, errlen)) != 0 ||
-	    (r = check_word("resources.gpu_type", j->gpu_type, err,
+	    (r = check_word("scheduler.account", j->account, NULL, err,
+	    errlen)) != 0 ||
+	    (r = check_word("scheduler.qos", j->qos, NULL, err, errlen)) != 0 ||
+	    (r = check_word("resources.gpu_type", j->gpu_type, NULL, err,
+	    errlen)) != 0 ||
+	    (r = check_word("scheduler.constraint", j->constraint,
+	    STR_SCHED_CONSTRAINT_CHARS, err, errlen)) != 0 ||
+	    (r = check_word("scheduler.reservation", j->reservation, NULL, err,
 	    errlen)) != 0)
 		return r;
 	/* Extra words are argv words of sbatch/qsub, never script text. */
@@ -228,6 +220,12 @@ slurm_directives(struct cbuf *b, const struct sched_job *j)
 		cbuf_addf(b, "#SBATCH --account=%s\n", j->account);
 	if (j->qos != NULL)
 		cbuf_addf(b, "#SBATCH --qos=%s\n", j->qos);
+	if (j->constraint != NULL)
+		cbuf_addf(b, "#SBATCH --constraint=%s\n", j->constraint);
+	if (j->reservation != NULL)
+		cbuf_addf(b, "#SBATCH --reservation=%s\n", j->reservation);
+	if (j->exclusive)
+		cbuf_adds(b, "#SBATCH --exclusive\n");
 	cbuf_adds(b, "#SBATCH --requeue\n");
 }
 
@@ -247,7 +245,8 @@ pbs_directives(struct cbuf *b, const struct sched_job *j)
 	if (j->memory > 0)
 		cbuf_addf(b, ":mem=%" PRId64 "mb",
 		    (j->memory + (1 << 20) - 1) >> 20);
-	cbuf_adds(b, "\n#PBS -l place=scatter\n");
+	cbuf_addf(b, "\n#PBS -l place=scatter%s\n", j->exclusive ? ":excl" :
+	    "");
 	/* PBS walltime: hours may exceed 24 */
 	cbuf_addf(b, "#PBS -l walltime=%" PRId64 ":%02" PRId64 ":%02" PRId64
 	    "\n", j->time_limit / 3600, j->time_limit / 60 % 60,
@@ -299,11 +298,20 @@ add_wrap(struct cbuf *b, const struct jobscript *js)
 }
 
 static void
-add_env(struct cbuf *b, const struct sched_job *j)
+add_env(struct cbuf *b, const struct jobscript *js)
 {
-	size_t	i;
-	int	omp = 0;
+	const struct sched_job	*j = &js->job;
+	size_t			 i;
+	int			 omp = 0;
 
+	/* the spec's env first: the job's own (j->env) may override */
+	for (i = 0; i + 1 < 2 * js->nenv; i += 2) {
+		if (strcmp(js->env[i], "OMP_NUM_THREADS") == 0)
+			omp = 1;
+		cbuf_addf(b, "export %s=", js->env[i]);
+		cbuf_add_shell_word(b, js->env[i + 1]);
+		cbuf_addc(b, '\n');
+	}
 	for (i = 0; i < j->nenv; i++) {
 		const char	*eq = strchr(j->env[i], '=');
 
@@ -325,6 +333,34 @@ add_env(struct cbuf *b, const struct sched_job *j)
 		    j->cpus_per_task);
 }
 
+/*
+ * `sh -c PROGRAM cadre-setup` before a node's agent (and launch): the
+ * spec's setup lines in order, each in its own braces so that a comment
+ * or a ';' in one stays in it, stopping at the first that fails with a
+ * line naming the node; then PROGRAM execs the words after it, so that
+ * what the setup exported (module load) is the agent's environment, and
+ * its ranks'. Nothing without setup.
+ */
+static void
+add_setup_exec(struct cbuf *b, const struct jobscript *js)
+{
+	struct cbuf	prog;
+	size_t		i;
+
+	if (js->nsetup == 0)
+		return;
+	cbuf_init(&prog, SIZE_MAX);
+	for (i = 0; i < js->nsetup; i++)
+		cbuf_addf(&prog, "%s{\n%s\n}", i > 0 ? " && " : "",
+		    js->setup[i]);
+	cbuf_adds(&prog, " || { rc=$?; echo \"cadre: setup failed on "
+	    "$(hostname) (exit $rc)\" >&2; exit \"$rc\"; }\nexec \"$@\"");
+	cbuf_adds(b, "'sh' '-c' ");
+	cbuf_add_shell_word(b, prog.data);
+	cbuf_adds(b, " 'cadre-setup'");
+	cbuf_free(&prog);
+}
+
 /* Replaces placeholder name (len bytes); alone: it stands alone on its
  * line. */
 static int
@@ -340,13 +376,32 @@ expand(struct cbuf *b, enum jobscript_kind kind, const char *name,
 			return cadre_errf(err, errlen, CADRE_ERR_INVALID, "template: @%.*s@ must stand "
 			    "alone on its line", (int)len, name);
 		if (IS("ENV"))
-			add_env(b, j);
+			add_env(b, js);
 		else if (kind == JOBSCRIPT_PBS)
 			pbs_directives(b, j);
 		else if (kind != JOBSCRIPT_LOCAL)
 			slurm_directives(b, j);
 	} else if (IS("WRAP"))
 		add_wrap(b, js);
+	else if (IS("SETUP_EXEC"))
+		add_setup_exec(b, js);
+	else if (IS("SRUN_EXTRA") || IS("SRUN_EXTRA_LAUNCH")) {
+		size_t	i;
+		int	launch = IS("SRUN_EXTRA_LAUNCH");
+
+		/* launch hands --mpi-arg words to srun when it starts the
+		 * ranks with it; mpirun gets none */
+		if (launch && (js->launcher == NULL ||
+		    strcmp(js->launcher, "srun") != 0))
+			return 0;
+		for (i = 0; i < js->nsrun_extra; i++) {
+			if (i > 0)
+				cbuf_addc(b, ' ');
+			if (launch)
+				cbuf_adds(b, "'--mpi-arg' ");
+			cbuf_add_shell_word(b, js->srun_extra[i]);
+		}
+	}
 	else if (IS("STAGE")) {
 		/* launch splits SRC:DST at the first ':' (checked above) */
 		if (js->stage_src != NULL && js->stage_dst != NULL) {

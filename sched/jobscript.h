@@ -77,11 +77,17 @@ struct jobscript {
 	int64_t			 eval_batch;
 	char *const		*eval_at;
 	size_t			 neval_at;
+	/* scheduler.srun_extra: words for the job's srun steps */
+	char *const		*srun_extra;
+	size_t			 nsrun_extra;
+	/* setup: shell lines each node runs before its agent */
+	char *const		*setup;
+	size_t			 nsetup;
+	/* env: name, value, name, value, ... (spec_run_pairs) */
+	char *const		*env;
+	size_t			 nenv;
 };
 
-/* Whether s may be written into an #SBATCH or #PBS line as it is:
- * 1..256 bytes of A-Z a-z 0-9 and . _ , : = + / @ % ^ ~ ! [ ] { } - */
-int jobscript_word_ok(const char *s);
 
 /*
  * Fills js from run r of spec s, for run_dir (absolute) and job_name;

@@ -320,6 +320,14 @@ rest_job_properties(const struct sched_job *job)
 		json_object_set_new(p, "account", json_string(job->account));
 	if (job->qos != NULL)
 		json_object_set_new(p, "qos", json_string(job->qos));
+	if (job->constraint != NULL)
+		json_object_set_new(p, "constraints",
+		    json_string(job->constraint));
+	if (job->reservation != NULL)
+		json_object_set_new(p, "reservation",
+		    json_string(job->reservation));
+	if (job->exclusive)
+		json_object_set_new(p, "exclusive", json_string("true"));
 	json_object_set_new(p, "requeue", json_true());
 	json_object_set_new(p, "current_working_directory",
 	    json_string(job->run_dir));

@@ -61,6 +61,9 @@ struct sched_job {
 	const char	 *partition;	/* words */
 	const char	 *account;
 	const char	 *qos;
+	const char	 *constraint;	/* word (and & | ( ) *); NULL: none */
+	const char	 *reservation;	/* word; NULL: none */
+	int		  exclusive;	/* whole nodes */
 	char *const	 *extra;	/* extra scheduler words, each one argument */
 	size_t		  nextra;
 	const char	 *script;	/* the rendered job script (absolute path) */

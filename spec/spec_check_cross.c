@@ -14,6 +14,77 @@
 #include "buf.h"
 #include "duration.h"
 #include "spec_check.h"
+#include "strutil.h"
+
+#define NKEYS(a)	(sizeof (a) / sizeof (a)[0])
+
+/*
+ * The scheduler's words, as submit would take them: a directive word
+ * (#SBATCH, #PBS, a slurmrestd field) of the characters the job script
+ * allows, and the keys a backend has no use for: an error where the
+ * backend cannot do what the key asks (PBS), a warning where it is only
+ * ignored (local).
+ */
+static void
+check_sched(struct spec_cx *cx)
+{
+	static const struct {
+		enum spec_key	 k;
+		const char	*extra;
+	} words[] = {
+		{ SPEC_K_SCHED_PARTITION, NULL },
+		{ SPEC_K_SCHED_ACCOUNT, NULL },
+		{ SPEC_K_SCHED_QOS, NULL },
+		{ SPEC_K_RES_GPU_TYPE, NULL },
+		{ SPEC_K_SCHED_CONSTRAINT, STR_SCHED_CONSTRAINT_CHARS },
+		{ SPEC_K_SCHED_RESERVATION, NULL },
+	};
+	static const enum spec_key slurm_only[] = { SPEC_K_SCHED_CONSTRAINT,
+	    SPEC_K_SCHED_RESERVATION, SPEC_K_SCHED_SRUN_EXTRA };
+	const struct spec	*s = cx->s;
+	const struct spec_value	*v, *be = &s->v[SPEC_K_SCHED_BACKEND];
+	const char		*backend = be->set ? be->s : "local";
+	size_t			 i;
+	int			 set;
+
+	/* the base values here; a gpu_type the matrix varies is checked
+	 * in each configuration (spec_check_config) */
+	for (i = 0; i < NKEYS(words); i++) {
+		v = &s->v[words[i].k];
+		if (!v->set || v->bad || v->s == NULL ||
+		    str_is_sched_word(v->s, SPEC_MAX_WORD, words[i].extra))
+			continue;
+		diag_error(cx->d, cx->file, v->line, v->col, "%s: '%s' cannot "
+		    "go into a job's scheduler lines: use letters, digits and "
+		    "%s%s only", spec_key_info(words[i].k)->path, v->s,
+		    STR_SCHED_WORD_CHARS, words[i].extra != NULL ?
+		    words[i].extra : "");
+	}
+	for (i = 0; i < NKEYS(slurm_only); i++) {
+		v = &s->v[slurm_only[i]];
+		set = v->set && (v->s != NULL || v->n > 0);
+		if (!set || strncmp(backend, "slurm", 5) == 0)
+			continue;
+		if (strcmp(backend, "pbs") == 0)
+			diag_error(cx->d, cx->file, v->line, v->col, "%s is for "
+			    "Slurm; PBS has none (%s)",
+			    spec_key_info(slurm_only[i])->path,
+			    slurm_only[i] == SPEC_K_SCHED_RESERVATION ?
+			    "a reservation's queue goes in scheduler.partition" :
+			    slurm_only[i] == SPEC_K_SCHED_CONSTRAINT ?
+			    "node features are resources of PBS's select: pass "
+			    "them in scheduler.extra words" :
+			    "scheduler.extra passes qsub words");
+		else
+			diag_warning(cx->d, cx->file, v->line, v->col, "%s has "
+			    "no effect on the %s backend",
+			    spec_key_info(slurm_only[i])->path, backend);
+	}
+	v = &s->v[SPEC_K_RES_EXCLUSIVE];
+	if (v->set && v->i && strcmp(backend, "local") == 0)
+		diag_warning(cx->d, cx->file, v->line, v->col, "resources."
+		    "exclusive has no effect on the local backend");
+}
 
 /* Checks between keys that cannot vary in a matrix. */
 void
@@ -23,6 +94,7 @@ spec_check_base(struct spec_cx *cx)
 	const struct spec_value	*rt = &s->v[SPEC_K_CONTAINER_RUNTIME];
 	const struct spec_value	*be = &s->v[SPEC_K_SCHED_BACKEND];
 
+	check_sched(cx);
 	if (rt->set && strcmp(rt->s, "none") != 0 &&
 	    !s->v[SPEC_K_CONTAINER_IMAGE].set &&
 	    !s->v[SPEC_K_CONTAINER_IMAGE].bad)
@@ -97,8 +169,6 @@ all_good(const struct spec *s, const struct spec_config *cfg,
 	return 1;
 }
 
-#define NKEYS(a)	(sizeof (a) / sizeof (a)[0])
-
 void
 spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 {
@@ -118,6 +188,7 @@ spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 	    SPEC_K_RES_GPUS_PER_NODE };
 	static const enum spec_key launch[] = { SPEC_K_LAUNCHER,
 	    SPEC_K_SCHED_BACKEND };
+	static const enum spec_key gpu_type[] = { SPEC_K_RES_GPU_TYPE };
 	static const enum spec_key at[] = { SPEC_K_CKPT_EVAL_AT,
 	    SPEC_K_CHECKPOINT_EVERY };
 	static const enum spec_key ev[] = { SPEC_K_CKPT_EVAL_AT,
@@ -163,6 +234,12 @@ spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 			    "resources.gpus_per_node (%" PRId64 "); each rank "
 			    "drives one GPU, which 0 chooses", x, y);
 	}
+	v = spec_cfg_value(s, cfg, SPEC_K_RES_GPU_TYPE);
+	if (v != &s->v[SPEC_K_RES_GPU_TYPE] && v->set && !v->bad &&
+	    v->s != NULL && !str_is_sched_word(v->s, SPEC_MAX_WORD, NULL))
+		cfg_error(cx, cfg, gpu_type, NKEYS(gpu_type), "resources.gpu_type: "
+		    "'%s' cannot go into a job's scheduler lines: use letters, "
+		    "digits and %s only", v->s, STR_SCHED_WORD_CHARS);
 	if (all_good(s, cfg, launch, NKEYS(launch))) {
 		str = spec_cfg_string(s, cfg, SPEC_K_SCHED_BACKEND);
 		if (strcmp(spec_cfg_string(s, cfg, SPEC_K_LAUNCHER), "srun") ==

@@ -204,12 +204,48 @@ else
 	fail "program.json of a trainer spec: $(cat "$work/err")"
 fi
 
+# scheduler.constraint, reservation, exclusive and srun_extra; env and
+# setup, with values a shell would misread
+if rendered "sched options" slurm "$specs/sched-options.yaml" 0 "$work/opt.sh"; then
+	for line in "#SBATCH --constraint=a100&(ib|eth)" \
+	    "#SBATCH --reservation=training" "#SBATCH --exclusive"; do
+		grep -qxF -- "$line" "$work/opt.sh" && pass "sched options: $line" ||
+		    fail "sched options: no line '$line'"
+	done
+	got=$(bash -c "$(grep -E '^export (NCCL_DEBUG|ODD)=' "$work/opt.sh"); printf '%s|%s' \"\$NCCL_DEBUG\" \"\$ODD\"")
+	check "env exported as written" "$got" "WARN|it's \$(id) \`id\` \"q\" \\ ;&|"
+	# the srun of the agents, as the shell splits it: the extra words,
+	# then the setup's sh -c, whose program runs the setup lines and
+	# execs the agent
+	python3 - "$work/opt.sh" "$work/prog" > "$work/words" <<'PY'
+import shlex, sys
+text = open(sys.argv[1]).read().replace("\\\n", " ")
+start = text.index("\tsrun ")
+w = shlex.split(text[start:text.index("node-serve", start) + len("node-serve")])
+i = w.index("sh")
+open(sys.argv[2], "w").write(w[i + 2])
+print(" ".join(w[i - 2:i] + [w[i + 3]] + w[i + 4:i + 6]))
+PY
+	check "srun: srun_extra words, then the setup before the agent" \
+	    "$(cat "$work/words")" "--cpu-bind=cores --comment=it's \$(id) ;&| cadre-setup \$agent node-serve"
+	prog=$(cat "$work/prog")
+	got=$(ODD=x sh -c "$prog" cadre-setup sh -c 'printf "%s" "$FROM_SETUP"')
+	check "the setup program runs its lines, then execs the command" "$got" yes
+	if ODD= sh -c "$prog" cadre-setup true 2>"$work/err"; then
+		fail "a failing setup line went on"
+	else
+		grep -q "cadre: setup failed on .* (exit 1)" "$work/err" &&
+		    pass "a failing setup line stops it, naming the node" ||
+		    fail "failing setup: $(cat "$work/err")"
+	fi
+fi
+
 if "$tool" render slurm "$templates" "$specs/bad-partition.yaml" 0 \
     "$work/r" "$work/bad.sh" 2>"$work/err"; then
 	fail "bad partition rendered"
-elif grep -q "scheduler.partition: 'gpu debug' cannot be written" \
+elif grep -q "bad-partition.yaml:4:41: error: scheduler.partition: 'gpu debug' cannot go into a job's scheduler lines" \
     "$work/err" && [ ! -e "$work/bad.sh" ]; then
-	pass "bad partition refused"
+	pass "bad partition refused where the spec has it (validate's check)"
 else
 	fail "bad partition: $(cat "$work/err")"
 fi

@@ -20,6 +20,8 @@ agent: { startup_timeout: 30s }
 trainer: { model: bert-tiny, data: /nonexistent, steps: 8 }
 measure: { skip_steps: 0 }
 retries: { max: $1, backoff: 1s }
+env: { SPEC_ENV: "a b" }
+setup: ['export FROM_SETUP="set to \$((6 * 7))"']
 matrix:
   trainer.seed: [41, 42]
 SPEC
@@ -47,6 +49,14 @@ else
 	fail "cadre run: no progress lines: $(head -n 8 "$work/err")"
 fi
 exp=$(sed -n 's/^cadre run: experiment \([0-9a-f]*\) .*/\1/p' "$work/err" | head -n 1)
+# env and setup reach the rank: the setup ran in the node's shell before
+# its agent, and what it exported is the trainer's
+if grep -qx "SPEC_ENV=a b" "$CADRE_STATE_DIR/runs/$good/fake-env" &&
+    grep -qx "FROM_SETUP=set to 42" "$CADRE_STATE_DIR/runs/$good/fake-env"; then
+	pass "env and setup reach the ranks"
+else
+	fail "env/setup: $(grep -E 'SPEC_ENV|FROM_SETUP' "$CADRE_STATE_DIR/runs/$good/fake-env")"
+fi
 
 cadre status "$exp" > "$work/st" 2> "$work/st.err"
 if [ $? -eq 0 ] && grep -q "not running" "$work/st.err" &&

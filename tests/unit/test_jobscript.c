@@ -11,6 +11,7 @@
 #include "jobscript.h"
 #include "json.h"
 #include "spec.h"
+#include "strutil.h"
 #include "xmalloc.h"
 #include "unit.h"
 
@@ -46,6 +47,13 @@ quoted(const char *s)
 	cbuf_init(&b, 1 << 16);
 	ck_assert_int_eq(cbuf_add_shell_word(&b, s), 0);
 	return cbuf_detach(&b, NULL);
+}
+
+/* the directive words' rule, with the bound the job script uses */
+static int
+word_ok(const char *s)
+{
+	return s != NULL && str_is_sched_word(s, SPEC_MAX_WORD, NULL);
 }
 
 START_TEST(test_quote_forms)
@@ -97,15 +105,20 @@ START_TEST(test_word_ok)
 	size_t	i;
 
 	for (i = 0; i < sizeof good / sizeof good[0]; i++)
-		ck_assert_msg(jobscript_word_ok(good[i]), "%s", good[i]);
+		ck_assert_msg(word_ok(good[i]), "%s", good[i]);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		ck_assert_msg(!jobscript_word_ok(bad[i]), "%s", bad[i]);
-	ck_assert(!jobscript_word_ok(NULL));
+		ck_assert_msg(!word_ok(bad[i]), "%s", bad[i]);
+	ck_assert(!word_ok(NULL));
+	/* a Slurm constraint takes its operators too, still no shell */
+	ck_assert(str_is_sched_word("gpu&(a100|h100)*2", SPEC_MAX_WORD,
+	    STR_SCHED_CONSTRAINT_CHARS));
+	ck_assert(!str_is_sched_word("a;b", SPEC_MAX_WORD,
+	    STR_SCHED_CONSTRAINT_CHARS));
 	memset(long_word, 'a', sizeof long_word - 1);
 	long_word[sizeof long_word - 1] = '\0';
-	ck_assert(!jobscript_word_ok(long_word));
+	ck_assert(!word_ok(long_word));
 	long_word[256] = '\0';
-	ck_assert(jobscript_word_ok(long_word));
+	ck_assert(word_ok(long_word));
 }
 END_TEST
 
