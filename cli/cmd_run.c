@@ -32,6 +32,7 @@
 #include "monitor.h"
 #include "notify.h"
 #include "paths.h"
+#include "preflight.h"
 #include "proto.h"
 #include "rundir.h"
 #include "sigpipe.h"
@@ -141,6 +142,8 @@ check_spec(const char *path, char **abs, struct cbuf *text)
 	}
 	diags_init(&d);
 	rc = spec_load(path, &d, &s);
+	if (rc == 0)
+		rc = cli_preflight(s, &d);
 	diags_sort(&d);
 	diags_print(&d, stderr);
 	diags_free(&d);

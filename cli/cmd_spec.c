@@ -12,18 +12,24 @@
 #include "cli.h"
 #include "diag.h"
 #include "error.h"
+#include "preflight.h"
 #include "spec.h"
 #include "xmalloc.h"
 
-/* Loads one spec, printing its diagnostics on stderr. */
+/* Loads one spec, printing its diagnostics on stderr; preflight: the
+ * checks against what this host sees too (validate's). */
 static int
-load_spec(const char *path, struct spec **out)
+load_spec(const char *path, int preflight, struct spec **out)
 {
 	struct diags	d;
 	int		rc;
 
 	diags_init(&d);
 	rc = spec_load(path, &d, out);
+	if (rc == 0 && preflight && (rc = cli_preflight(*out, &d)) != 0) {
+		spec_free(*out);
+		*out = NULL;
+	}
 	diags_sort(&d);
 	diags_print(&d, stderr);
 	diags_free(&d);
@@ -63,7 +69,7 @@ run_validate(const struct cli_command *cmd, int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	for (i = first; i < argc; i++) {
-		if (load_spec(argv[i], &s) != 0) {
+		if (load_spec(argv[i], 1, &s) != 0) {
 			bad = 1;
 			continue;
 		}
@@ -476,7 +482,7 @@ run_plan(const struct cli_command *cmd, int argc, char **argv)
 		    "give one spec file, not %d", argc - first);
 		return CLI_EXIT_USAGE;
 	}
-	if (load_spec(argv[first], &s) != 0)
+	if (load_spec(argv[first], 0, &s) != 0)
 		return CLI_EXIT_USAGE;
 	diags_init(&d);
 	rc = spec_expand(s, &d, &p);

@@ -278,6 +278,10 @@ int spec_baseline_matches(const struct spec *s, size_t config);
  * Unset strings are NULL.
  */
 int spec_is_set(const struct spec *s, enum spec_key k);
+/* Where the spec wrote k's base value (1-based); 0, 0 when it did not
+ * (a default), for diagnostics of later checks. */
+void spec_key_at(const struct spec *s, enum spec_key k, size_t *line,
+    size_t *col);
 int64_t spec_get_int(const struct spec *s, enum spec_key k);
 double spec_get_double(const struct spec *s, enum spec_key k);
 int spec_get_bool(const struct spec *s, enum spec_key k);

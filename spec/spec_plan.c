@@ -234,6 +234,13 @@ spec_plan_diff(const struct spec_plan *a, const struct spec_plan *b,
 	return ndiff;
 }
 
+void
+spec_key_at(const struct spec *s, enum spec_key k, size_t *line, size_t *col)
+{
+	*line = s->v[k].line;
+	*col = s->v[k].col;
+}
+
 size_t
 spec_diff(const struct spec *a, const struct spec *b,
     void (*fn)(void *ctx, enum spec_key k, const char *va, const char *vb),

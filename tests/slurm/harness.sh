@@ -4,7 +4,7 @@
 # unix socket (as its own user), and stop.sh leaves nothing running.
 . "$top_srcdir/tests/slurm/lib.sh"
 
-check "4 nodes idle" "$(sinfo -h -N -o '%N %t' | tr '\n' ' ')" \
+check "4 nodes idle" "$(sinfo -h -N -o '%N %t' | sort -u | tr '\n' ' ')" \
     "node1 idle node2 idle node3 idle node4 idle "
 
 # sbatch -N2: COMPLETED within 30 s, on two nodes.

@@ -3,7 +3,8 @@
 # scripts rendered from a spec (a test template around the real
 # directives) are submitted with sbatch and polled with squeue to done,
 # failed (exit 3), cancelled (scancel) and timeout (1 minute limit, after
-# SIGUSR1 at the grace); an unknown job id is "unknown"; without
+# SIGUSR1 at the grace); an unknown job id is "unknown"; validate's
+# preflight asks scontrol for the partition and its MaxTime; without
 # slurmctld, poll fails instead. The run dir has a quote, $, % and spaces
 # in its name.
 . "$top_srcdir/tests/slurm/lib.sh"
@@ -149,6 +150,21 @@ check "real template: serve on both nodes" \
 check "real template: launch got the node list" \
     "$(sed -n '/^--nodes$/{n;p;}' "$d_real/launch.args" 2>/dev/null)" \
     "$n_real"
+
+# validate's preflight asks scontrol: a time limit over the partition's
+# MaxTime and a partition the cluster lacks are located errors
+cadre=$top_builddir/cadre
+sed 's/^  time_limit: 1m$/  time_limit: 45m/; s/^  backend: slurm$/  backend: slurm\n  partition: short/' \
+    "$work/spec.yaml" > "$work/long.yaml"
+"$cadre" validate "$work/long.yaml" 2> "$work/err"
+check "preflight: time_limit over MaxTime refused" "$?:$(cat "$work/err")" \
+    "2:$work/long.yaml:6:15: error: scheduler.time_limit 45m is longer than partition short's MaxTime 30m (00:30:00): Slurm would keep the jobs pending (PartitionTimeLimit); use 30m or less, or another partition"
+sed 's/short/nosuch/; s/45m/10m/' "$work/long.yaml" > "$work/nosuch.yaml"
+"$cadre" validate "$work/nosuch.yaml" 2> "$work/err"
+check "preflight: an unknown partition refused" "$?:$(cat "$work/err")" \
+    "2:$work/nosuch.yaml:5:14: error: scheduler.partition: this cluster has no partition 'nosuch' (scontrol show partition lists them)"
+"$cadre" validate "$work/spec.yaml" 2> "$work/err"
+check "preflight: the default partition, no MaxTime: valid" "$?:$(cat "$work/err")" "0:"
 
 # slurmctld down: poll fails (a retry later), it does not say "unknown"
 kill "$(cat "$slurm/run/slurmctld.pid")"

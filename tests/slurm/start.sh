@@ -95,6 +95,8 @@ runuser -u munge -- munged \
 		k=$((k + 1))
 	done
 	echo "PartitionName=debug Nodes=node[1-4] Default=YES MaxTime=INFINITE State=UP"
+	# a partition with a time limit, for validate's preflight
+	echo "PartitionName=short Nodes=node[1-4] MaxTime=30 State=UP"
 } > "$dir/slurm.conf"
 chmod 0644 "$dir/slurm.conf"
 SLURM_CONF=$dir/slurm.conf
@@ -119,7 +121,8 @@ while [ $k -le 4 ]; do
 done
 n=0
 while :; do
-	idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | grep -c ' idle$' || true)
+	# a node in two partitions is listed twice: each node once
+	idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | grep -c ' idle$' || true)
 	[ "$idle" -eq 4 ] && break
 	n=$((n + 1))
 	[ $n -le "$wait_ctld" ] || {
