@@ -7,13 +7,16 @@
 # the image's /etc/cadre-image). Then what keeps a container from starting
 # (no image, no runtime program, a missing bind) ends the attempt failed
 # with the reason in status.json, nothing left running.
-# CADRE_CONTAINER_CASES (default "charliecloud oci bad") picks the cases:
+# A user's PyTorch program, per_node, all-reduces across the 2 nodes inside
+# the charliecloud container.
+# CADRE_CONTAINER_CASES (default "charliecloud oci program bad") picks the
+# cases:
 # tests/daemon/local-container-user.sh runs "charliecloud" as an ordinary
 # user.
 . "$top_srcdir/tests/daemon/local-lib.sh"
 [ -z "${CADRE_DISTCHECK_FAST:-}" ] ||
     skip "the container runs that make check ran (CADRE_DISTCHECK_FAST)"
-cases=${CADRE_CONTAINER_CASES:-charliecloud oci bad}
+cases=${CADRE_CONTAINER_CASES:-charliecloud oci program bad}
 : "${USER:=$(id -un)}"
 export USER
 . "$top_srcdir/tests/container-image.sh"
@@ -51,6 +54,7 @@ inside() {
 
 # train RUNTIME NAME: a run in $image; checks it ran inside and finished.
 train() {
+	f0=$failed
 	mkspec "$1" "$image"
 	"$top_builddir/cadre" validate "$spec" >"$work/$2.validate" 2>&1 ||
 		{ fail "$1: validate: $(cat "$work/$2.validate")"; return; }
@@ -92,7 +96,7 @@ train() {
 	grep -q "container $1: " "$rd/job.out" || fail "$1: job.out does not say which runtime"
 	left=$(procs_of "$rd")
 	[ -z "$left" ] || fail "$1: left running: $left"
-	pass "$1 ($(sed -n 's/.*"program": "\([^"]*\)".*/\1/p' "$rd/container.json")): agents and ranks inside the image on 2 virtual nodes; 400 steps, timed and final checkpoints"
+	[ "$failed" = "$f0" ] && pass "$1 ($(sed -n 's/.*"program": "\([^"]*\)".*/\1/p' "$rd/container.json")): agents and ranks inside the image on 2 virtual nodes; 400 steps, timed and final checkpoints"
 }
 
 # broken RUNTIME IMAGE BINDS WHAT: validate refuses it at the key, naming
@@ -147,8 +151,36 @@ for c in $cases; do
 		command -v "${CADRE_OCI_RUNTIME:-crun}" >/dev/null ||
 			{ fail "oci: no ${CADRE_OCI_RUNTIME:-crun} (Debian crun, runc)"; continue; }
 		train oci oci ;;
+	program)
+		py=$(CADRE_NO_INSTALL=1 sh "$top_srcdir/tests/reference/setup.sh" 2>/dev/null) ||
+			{ echo "program: no Python with torch (python3-torch): not run"; continue; }
+		# the source tree is not bound into the container: $work is
+		cp "$top_srcdir/tests/daemon/container-ddp.py" "$work/ddp.py" || fatal "cp"
+		cat >"$spec" <<SPEC
+version: 1
+name: localcontainerddp
+scheduler: { backend: local, time_limit: 2m, signal_grace: 30s }
+resources: { nodes: 2 }
+agent: { startup_timeout: 30s }
+container: { runtime: charliecloud, image: $image, binds: $binds }
+program:
+  command: [$py, $work/ddp.py]
+  launch: per_node
+  env: { OMP_NUM_THREADS: "1", GLOO_SOCKET_IFNAME: lo }
+SPEC
+		rd=$(newrun ddp) || fatal "mkdir"
+		"$tool" program-json "$spec" 0 "$rd/program.json" || fatal "program-json"
+		id=$(submit "$rd") || fatal "submit"
+		ok=1
+		line=$(wait_state 120 "$id" done) ||
+			{ ok=0; fail "program: $line; status.json: $(cat "$rd/status.json" 2>&1); job.out: $(tail -20 "$rd/job.out")"; }
+		for r in 0 1; do
+			[ "$(cat "$rd/ddp-$r.txt" 2>&1)" = "sum 3 world 2 image cadre test image" ] ||
+				{ ok=0; fail "program: node $r: $(cat "$rd/ddp-$r.txt" 2>&1); $(tail -5 "$rd"/log/rank-$r.log 2>&1)"; }
+		done
+		[ $ok = 1 ] && pass "a PyTorch program per_node in the charliecloud container: gloo all-reduce over 2 nodes, the image's marker seen" ;;
 	bad)
-		nbad=0
+		f0=$failed nbad=0
 		broken charliecloud "$work/nothere" "" "$work/nothere: No such file"
 		broken charliecloud "$work/text.txt" "" "neither"
 		broken charliecloud "$image" "[$image_builddir, $work/nobind]" "$work/nobind: No such file"
@@ -164,7 +196,7 @@ for c in $cases; do
 			fail "no runtime program: $line; status.json: $(cat "$rd/status.json" 2>&1)"
 		left=$(procs_of "$rd")
 		[ -z "$left" ] || fail "no runtime program: left running: $left"
-		pass "no image, a file for a directory image, a missing bind: located errors at validate; each, and a missing runtime program, the failed reason in status.json; nothing left running" ;;
+		[ "$failed" = "$f0" ] && pass "no image, a file for a directory image, a missing bind: located errors at validate; each, and a missing runtime program, the failed reason in status.json; nothing left running" ;;
 	*) fatal "CADRE_CONTAINER_CASES: unknown case $c" ;;
 	esac
 done
