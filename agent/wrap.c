@@ -44,17 +44,22 @@ fail_status(const char *rundir, const char *msg)
 	free(path);
 }
 
-/* RUN_DIR/container.json: which runtime and program ran the run. */
+/* RUN_DIR/container.json: which runtime and program ran the run. The
+ * first wrap of a run writes it: every node's would write the same, and
+ * each write is an fsync on the agents' start-up path. */
 static void
 record(const struct container *c, const char *rundir, const char *engine)
 {
 	char	*path = rundir_path(rundir, RUNDIR_CONTAINER);
-	json_t	*o = json_pack("{s:s, s:s, s:s}", "runtime",
-	    container_runtime_name(c->runtime), "program", engine,
-	    "image", c->image);
+	json_t	*o;
 
-	(void)cjson_write_atomic(path, o, 0644);
-	json_decref(o);
+	if (access(path, F_OK) != 0) {
+		o = json_pack("{s:s, s:s, s:s}", "runtime",
+		    container_runtime_name(c->runtime), "program", engine,
+		    "image", c->image);
+		(void)cjson_write_atomic(path, o, 0644);
+		json_decref(o);
+	}
 	free(path);
 }
 
@@ -192,7 +197,14 @@ cmd_wrap(int argc, char **argv)
 		record(&c, rundir, container_program(&c));
 	}
 	av = xcalloc(npre + (size_t)(argc - optind) + 1, sizeof *av);
-	for (i = 0; i < npre; i++)
+	i = 0;
+	if (!print && npre > 3 && strcmp(pre[0], "env") == 0 &&
+	    strcmp(pre[1], "-u") == 0) {
+		/* `env -u VAR` for srun's tasks; here, one exec less */
+		unsetenv(pre[2]);
+		i = 3;
+	}
+	for (; i < npre; i++)
 		av[n++] = pre[i];
 	for (ch = optind; ch < argc; ch++)
 		av[n++] = argv[ch];

@@ -2,7 +2,9 @@
 # cadred on the private Slurm (tests/slurm/) with real containers: a
 # 2-node run of the real trainer with container.runtime charliecloud, and
 # one with oci, each to done inside the image of tests/container-image.sh
-# (container.json says which program ran it).
+# (container.json says which program ran it). Then an image the nodes do
+# not have (validate leaves that to the node on a cluster's backend): the
+# run ends failed with wrap's message in cadre status's REASON.
 # oci: the job script runs crun (runc where crun cannot run on this host)
 # on every node itself. Slurm's own `srun --container` (oci.conf) is not
 # configured in the private cluster: that would need oci.conf's run and
@@ -37,14 +39,14 @@ sh "$top_srcdir/tests/trainer/tinytext.sh" > "$work/text.txt"
     >/dev/null 2>&1 || { fail "prep"; exit 1; }
 cadred_start
 
-spec() {	# spec RUNTIME
+spec() {	# spec RUNTIME [IMAGE]
 	cat > "$work/$1.yaml" <<SPEC
 version: 1
 name: ct-$1
 scheduler: { backend: slurm, time_limit: 10m, signal_grace: 60s }
 resources: { nodes: 2, ranks_per_node: 1, cpus_per_rank: 1 }
 agent: { startup_timeout: 60s }
-container: { runtime: $1, image: $image, binds: $binds }
+container: { runtime: $1, image: ${2:-$image}, binds: $binds }
 trainer:
   model: { layers: 2, hidden: 32, heads: 2, intermediate: 64, vocab_size: 128, max_position: 64 }
   data: $work/shards
@@ -74,4 +76,22 @@ for rt in charliecloud oci; do
 	    "$(sed -n 's/.*"runtime": "\([a-z]*\)".*/\1/p' "$dir/container.json")" "$rt"
 	echo "$rt: $(cat "$dir/container.json" | tr -d '\n')"
 done
+# An image missing on the nodes: failed, the reason says why.
+spec charliecloud "$work/nothere"
+mv "$work/charliecloud.yaml" "$work/missing.yaml"
+sed -i 's/^name: ct-charliecloud$/name: ct-missing/' "$work/missing.yaml"
+cadre submit "$work/missing.yaml" >/dev/null 2>>"$work/d/cadred.log" ||
+	fail "missing image: submit: $(tail -n 5 "$work/d/cadred.log")"
+run=$(run_ids "$work/missing.yaml")
+if wait_run 120 "$run" failed; then
+	reason=$(cadre status "$run" --json 2>/dev/null | sed -n 's/^ *"reason": "\(.*\)",*$/\1/p' | head -n 1)
+	case $reason in
+	*"container.image $work/nothere: No such file"*) pass "missing image: failed; REASON: $reason" ;;
+	*) fail "missing image: REASON: $reason" ;;
+	esac
+else
+	fail "missing image: run $run $(run_field "$run" state)"
+fi
+left=$(pgrep -f "$CADRE_STATE_DIR/runs/$run" || true)
+check "missing image: nothing left running" "$left" ""
 exit $failed
