@@ -314,8 +314,8 @@ launch_parse(int argc, char **argv, struct launch *l, struct launch_opts *o)
 		case 'C':
 			if (container_parse_runtime(optarg,
 			    &o->ct.runtime) != 0) {
-				log_error("--container %s: expected none, "
-				    "apptainer, singularity or enroot", optarg);
+				log_error("--container %s: expected "
+				    CONTAINER_RUNTIMES, optarg);
 				return LAUNCH_EXIT_USAGE;
 			}
 			break;

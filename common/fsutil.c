@@ -152,3 +152,51 @@ fs_write_atomic(const char *path, const void *data, size_t len, int mode)
 	errno = saved;
 	return CADRE_ERR_SYSTEM;
 }
+
+int
+fs_is_executable(const char *path)
+{
+	struct stat	st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    access(path, X_OK) == 0;
+}
+
+int
+fs_on_path(const char *name)
+{
+	const char	*path = getenv("PATH"), *p, *end;
+	char		*full;
+	int		 found = 0;
+
+	if (path == NULL)
+		path = "/usr/bin:/bin";
+	for (p = path; !found; p = end + 1) {
+		end = strchr(p, ':');
+		if (end == NULL)
+			end = p + strlen(p);
+		if (end == p)
+			xasprintf(&full, "./%s", name);
+		else
+			xasprintf(&full, "%.*s/%s", (int)(end - p), p, name);
+		found = fs_is_executable(full);
+		free(full);
+		if (*end == '\0')
+			break;
+	}
+	return found;
+}
+
+int
+fs_is_squashfs(const char *path)
+{
+	char	m[4];
+	int	fd, ok;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	ok = read(fd, m, sizeof m) == (ssize_t)sizeof m &&
+	    memcmp(m, "hsqs", sizeof m) == 0;
+	close(fd);
+	return ok;
+}

@@ -30,4 +30,12 @@ int fs_remove_tree(const char *path);
  * (cjson_write_atomic too). 0, or CADRE_ERR_SYSTEM (errno). */
 int fs_write_atomic(const char *path, const void *data, size_t len, int mode);
 
+/* Whether path is a regular file this process may execute. */
+int fs_is_executable(const char *path);
+/* Whether name is found as a program on $PATH (/usr/bin:/bin unset), as
+ * execvp would look for it. */
+int fs_on_path(const char *name);
+/* Whether path is a file starting with SquashFS's magic. */
+int fs_is_squashfs(const char *path);
+
 #endif

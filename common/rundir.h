@@ -34,6 +34,8 @@
 #define RUNDIR_STOP		"stop"		/* exists once cadre asked a program to stop */
 #define RUNDIR_ATTEMPT		"attempt"	/* launch's count of attempts, a decimal */
 #define RUNDIR_BIN		"bin"		/* `once`: the ssh that goes through the agents */
+#define RUNDIR_CONTAINER	"container.json"	/* the runtime and image the run used */
+#define RUNDIR_OCI		"oci"		/* oci/ID/config.json, oci/state: OCI bundles */
 
 /* Inside checkpoints/. */
 #define CKPT_LATEST		"latest"	/* names the newest complete step-N */

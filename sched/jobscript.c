@@ -85,6 +85,8 @@ jobscript_from_run(const struct spec *s, const struct spec_run *r,
 	js->program = s != NULL && spec_is_program(s);
 	js->experiment = s != NULL ? spec_get_string(s, SPEC_K_NAME) : NULL;
 	js->config_id = spec_run_config_id(r);
+	js->data = spec_run_string(r, js->program ? SPEC_K_STAGE_FROM :
+	    SPEC_K_DATA);
 	if (js->program) {
 		/* a program's data is stage.from; no eval */
 		if (spec_run_is_set(r, SPEC_K_STAGE_TO)) {
@@ -269,12 +271,24 @@ add_int_word(struct cbuf *b, int64_t v)
 	cbuf_add_shell_word(b, n);
 }
 
+/* Whether path is dir or under it. */
+static int
+path_under(const char *path, const char *dir)
+{
+	size_t	len = strlen(dir);
+
+	return strncmp(path, dir, len) == 0 && (path[len] == '\0' ||
+	    path[len] == '/' || (len > 0 && dir[len - 1] == '/'));
+}
+
 /* The container prefix: `cadre-agent wrap ... --` as quoted words, or
  * nothing without a container. */
 static void
 add_wrap(struct cbuf *b, const struct jobscript *js)
 {
 	size_t	i;
+	char	*data = NULL;
+	int	 bound;
 
 	if (js->container_runtime == NULL ||
 	    strcmp(js->container_runtime, "none") == 0)
@@ -283,12 +297,33 @@ add_wrap(struct cbuf *b, const struct jobscript *js)
 	cbuf_adds(b, " 'wrap' '--container' ");
 	cbuf_add_shell_word(b, js->container_runtime);
 	if (js->container_image != NULL) {
+		/* a path relative to the spec, as validate checked it; a
+		 * reference (docker://..., registry#image) as written */
+		data = js->spec != NULL && strstr(js->container_image,
+		    "://") == NULL && strchr(js->container_image, '#') ==
+		    NULL ? spec_resolve_path(js->spec, js->container_image) :
+		    xstrdup(js->container_image);
 		cbuf_adds(b, " '--image' ");
-		cbuf_add_shell_word(b, js->container_image);
+		cbuf_add_shell_word(b, data);
+		free(data);
+		data = NULL;
 	}
 	for (i = 0; i < js->nbinds; i++) {
 		cbuf_adds(b, " '--bind' ");
 		cbuf_add_shell_word(b, js->binds[i]);
+	}
+	if (js->data != NULL) {
+		data = js->spec != NULL ? spec_resolve_path(js->spec,
+		    js->data) : xstrdup(js->data);
+		bound = data[0] != '/' || strpbrk(data, ",:") != NULL ||
+		    path_under(data, js->job.run_dir);
+		for (i = 0; i < js->nbinds && !bound; i++)
+			bound = path_under(data, js->binds[i]);
+		if (!bound) {
+			cbuf_adds(b, " '--bind' ");
+			cbuf_add_shell_word(b, data);
+		}
+		free(data);
 	}
 	if (js->job.gpus_per_node > 0)
 		cbuf_adds(b, " '--nv'");

@@ -61,6 +61,9 @@ struct jobscript {
 	const char		*container_image;
 	char *const		*binds;
 	size_t			 nbinds;
+	/* the data read inside the container (trainer.data or stage.from),
+	 * bound there unless a bind or the run dir holds it; NULL: none */
+	const char		*data;
 	/* stage.to: launch copies stage_src (trainer.data) to stage_dst on
 	 * every node first, and train.json's data is stage_dst; NULL: none */
 	const char		*stage_src;

@@ -5,16 +5,21 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "buf.h"
 #include "duration.h"
+#include "fsutil.h"
 #include "spec_check.h"
 #include "strutil.h"
+#include "xmalloc.h"
 
 #define NKEYS(a)	(sizeof (a) / sizeof (a)[0])
 
@@ -86,6 +91,79 @@ check_sched(struct spec_cx *cx)
 		    "exclusive has no effect on the local backend");
 }
 
+/* The program each runtime runs on a node. */
+static const char *const runtime_programs[][2] = {
+	{ "apptainer", "apptainer" }, { "singularity", "singularity" },
+	{ "charliecloud", "ch-run" }, { "oci", "crun" },
+};
+
+/* Preflight of container.*: with the local backend, whose nodes are this
+ * machine, the runtime's program on PATH, the image present and every
+ * bind's host path present; with any backend, an image seen here of the
+ * wrong kind. A cluster's nodes may see other file systems and modules
+ * than the machine that validates: what is missing here is not an error
+ * there. */
+static void
+check_container(struct spec_cx *cx)
+{
+	struct spec		*s = cx->s;
+	const struct spec_value	*rt = &s->v[SPEC_K_CONTAINER_RUNTIME];
+	const struct spec_value	*im = &s->v[SPEC_K_CONTAINER_IMAGE];
+	const struct spec_value	*bi = &s->v[SPEC_K_CONTAINER_BINDS];
+	const struct spec_value	*be = &s->v[SPEC_K_SCHED_BACKEND];
+	struct stat		 st;
+	char			*path;
+	size_t			 i;
+	int			 local = be->set && strcmp(be->s, "local") == 0;
+
+	if (!rt->set || rt->bad || strcmp(rt->s, "none") == 0)
+		return;
+	for (i = 0; i < sizeof runtime_programs / sizeof runtime_programs[0];
+	    i++) {
+		if (strcmp(rt->s, runtime_programs[i][0]) != 0)
+			continue;
+		if (local && !fs_on_path(runtime_programs[i][1]) &&
+		    (strcmp(rt->s, "oci") != 0 || !fs_on_path("runc")))
+			diag_error(cx->d, cx->file, rt->line, rt->col,
+			    "container.runtime %s: %s is not on PATH here",
+			    rt->s, strcmp(rt->s, "oci") == 0 ? "crun or runc" :
+			    runtime_programs[i][1]);
+	}
+	if (im->set && !im->bad && im->s[0] != '$' &&
+	    strcmp(rt->s, "enroot") != 0 && strstr(im->s, "://") == NULL) {
+		path = spec_resolve_path(s, im->s);
+		if (stat(path, &st) != 0) {
+			if (local)
+				diag_error(cx->d, cx->file, im->line, im->col,
+				    "container.image %s: %s", path,
+				    strerror(errno));
+		}
+		else if (strcmp(rt->s, "charliecloud") == 0 &&
+		    !S_ISDIR(st.st_mode) && !fs_is_squashfs(path))
+			diag_error(cx->d, cx->file, im->line, im->col,
+			    "container.image %s: charliecloud takes a directory "
+			    "image or a SquashFS file; this is neither "
+			    "(scripts/cadre-image makes a directory image)",
+			    path);
+		else if (strcmp(rt->s, "oci") == 0 && !S_ISDIR(st.st_mode))
+			diag_error(cx->d, cx->file, im->line, im->col,
+			    "container.image %s: oci takes a bundle or a root "
+			    "file system directory, not a file", path);
+		else if ((strcmp(rt->s, "apptainer") == 0 ||
+		    strcmp(rt->s, "singularity") == 0) && S_ISDIR(st.st_mode))
+			diag_error(cx->d, cx->file, im->line, im->col,
+			    "container.image %s: %s takes an image file (.sif), "
+			    "not a directory", path, rt->s);
+		free(path);
+	}
+	for (i = 0; local && bi->set && !bi->bad && i < bi->n; i++) {
+		if (bi->list[i][0] == '$' || stat(bi->list[i], &st) == 0)
+			continue;
+		diag_error(cx->d, cx->file, bi->line, bi->col,
+		    "container.binds: %s: %s", bi->list[i], strerror(errno));
+	}
+}
+
 /* Checks between keys that cannot vary in a matrix. */
 void
 spec_check_base(struct spec_cx *cx)
@@ -100,6 +178,7 @@ spec_check_base(struct spec_cx *cx)
 	    !s->v[SPEC_K_CONTAINER_IMAGE].bad)
 		diag_error(cx->d, cx->file, rt->line, rt->col, "container.image "
 		    "is required when container.runtime is %s", rt->s);
+	check_container(cx);
 	if (be->set && strcmp(be->s, "slurm-rest") == 0 &&
 	    !s->v[SPEC_K_SCHED_REST_URL].set &&
 	    !s->v[SPEC_K_SCHED_REST_URL].bad)

@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "fsutil.h"
 #include "rundir.h"
 #include "xmalloc.h"
 #include "spec_check.h"
@@ -284,40 +285,6 @@ shell_program(const char *cmd)
 	return w;
 }
 
-static int
-is_executable(const char *path)
-{
-	struct stat	st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    access(path, X_OK) == 0;
-}
-
-static int
-on_path(const char *name)
-{
-	const char	*path = getenv("PATH"), *p, *end;
-	char		*full;
-	int		 found = 0;
-
-	if (path == NULL)
-		path = "/usr/bin:/bin";
-	for (p = path; !found; p = end + 1) {
-		end = strchr(p, ':');
-		if (end == NULL)
-			end = p + strlen(p);
-		if (end == p)
-			xasprintf(&full, "./%s", name);
-		else
-			xasprintf(&full, "%.*s/%s", (int)(end - p), p, name);
-		found = is_executable(full);
-		free(full);
-		if (*end == '\0')
-			break;
-	}
-	return found;
-}
-
 /* The workdir as this machine sees it, or NULL (a variable: reported). */
 static char *
 workdir_here(struct spec_cx *cx)
@@ -378,7 +345,7 @@ check_found(struct spec_cx *cx)
 		return;
 	}
 	if (strchr(word, '/') == NULL) {
-		if (!on_path(word))
+		if (!fs_on_path(word))
 			diag_warning(cx->d, cx->file, at->line, at->col,
 			    "program.command: %s is not on PATH here; the job "
 			    "finds it only if its nodes have it (a program in "
@@ -399,7 +366,7 @@ check_found(struct spec_cx *cx)
 		    "program.command: %s is not found (program.workdir is "
 		    "%s); the job cannot start it unless it is made first",
 		    word, s->v[SPEC_K_PROG_WORKDIR].s);
-	else if (!is_executable(path))
+	else if (!fs_is_executable(path))
 		diag_warning(cx->d, cx->file, at->line, at->col,
 		    "program.command: %s is not an executable file; chmod +x "
 		    "it, or start it with its interpreter, e.g. [python3, %s]",

@@ -29,7 +29,7 @@
 static const char *const backends[] = { "local", "slurm", "slurm-rest", "pbs",
     NULL };
 static const char *const runtimes[] = { "none", "apptainer", "singularity",
-    "enroot", NULL };
+    "enroot", "charliecloud", "oci", NULL };
 static const char *const launchers[] = { "mpirun", "srun", NULL };
 static const char *const models[] = { "bert-tiny", "bert-mini", "bert-small",
     "bert-medium", "bert-base", "bert-large", NULL };
@@ -142,10 +142,10 @@ static const struct spec_key_info keys[SPEC_KEY_COUNT] = {
 	    .values = runtimes, .def = "none",
 	    .doc = "Run the agent and trainer in a container, or not." },
 	[SPEC_K_CONTAINER_IMAGE] = { "container.image", SPEC_T_PATH, 0,
-	    .doc = "Image file; required unless runtime is none." },
+	    .doc = "Image: a file (apptainer, singularity), a directory or SquashFS file (charliecloud), a bundle or root file system (oci); required unless runtime is none." },
 	[SPEC_K_CONTAINER_BINDS] = { "container.binds", SPEC_T_PATHS, 0,
 	    INT(0, SPEC_MAX_LIST),
-	    .doc = "Extra host paths bound into the container (the run directory and data always are)." },
+	    .doc = "Extra host paths bound into the container (the run directory and the data always are)." },
 
 	[SPEC_K_AGENT_PORT] = { "agent.port", SPEC_T_INT, 0, INT(0, 65535),
 	    .def = "0",

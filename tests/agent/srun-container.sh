@@ -98,11 +98,18 @@ ok "srun: uneven slots and a container without an image refused"
 
 out=$("$agent" wrap --run-dir "$rd" --container singularity --image /i.sif --bind /a --print -- echo 'x y')
 [ "$out" = "singularity exec --bind $rd --bind /a /i.sif echo 'x y'" ] || fail "wrap --print: $out"
-out=$("$agent" wrap --run-dir "$rd" --container apptainer --image /i.sif -- echo inside)
+# wrap checks the image before starting the (fake) runtime: a real file
+: > "$work/i.sif"
+out=$("$agent" wrap --run-dir "$rd" --container apptainer --image "$work/i.sif" -- echo inside)
 [ "$out" = inside ] || fail "wrap exec: $out"
-grep -q "^exec --bind $rd /i.sif echo inside" "$work/apptainer.args" || fail "wrap words: $(cat "$work/apptainer.args")"
+grep -q "^exec --bind $rd $work/i.sif echo inside" "$work/apptainer.args" || fail "wrap words: $(cat "$work/apptainer.args")"
+"$agent" wrap --run-dir "$rd" --container apptainer --image "$work/none.sif" -- echo inside 2>"$work/err" &&
+	fail "wrap started apptainer on a missing image"
+grep -q "container.image $work/none.sif: No such file" "$work/err" || fail "missing image: $(cat "$work/err")"
+grep -q "No such file" "$rd/status.json" || fail "missing image: status.json: $(cat "$rd/status.json" 2>&1)"
+rm -f "$rd/status.json"
 "$agent" wrap --run-dir "$rd" --container apptainer --image /i.sif --bind /a,b -- true 2>/dev/null && fail "bind with a comma accepted"
 "$agent" wrap --run-dir "$rd" --container enroot --image x -- true 2>/dev/null && fail "enroot wrap without srun accepted"
 "$agent" wrap --run-dir "$rd" --container docker -- true 2>/dev/null && fail "unknown runtime accepted"
-ok "wrap: --print quoting, exec inside apptainer, bad bind/runtime refused"
+ok "wrap: --print quoting, exec inside (fake) apptainer, a missing image, bad bind/runtime refused"
 exit 0

@@ -6,23 +6,7 @@
 # stop (status.json preempted, resumable), and the job submitted again
 # into the same run dir resumes from that checkpoint.
 . "$top_srcdir/tests/daemon/local-lib.sh"
-trainer=$top_builddir/cadre-train
-[ -x "$trainer" ] || { echo "$test_name: $trainer not built" >&2; exit 99; }
-if ! "$trainer" prep --help >/dev/null 2>&1; then
-	echo "$test_name: skipped: cadre-train has no prep (built without utf8proc)"
-	exit 77
-fi
-SCHEDTOOL_TRAINER=$trainer
-# Open MPI's own allocations are not ours to report.
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-OMP_NUM_THREADS=1
-export SCHEDTOOL_TRAINER ASAN_OPTIONS OMP_NUM_THREADS
-
-sh "$top_srcdir/tests/trainer/tinytext.sh" > "$work/text.txt"
-"$trainer" vocab --quiet --size 120 -o "$work/vocab.txt" "$work/text.txt" || fatal "vocab"
-"$trainer" prep --vocab "$work/vocab.txt" --format text --task pretrain \
-	--seq-len 32 --out "$work/shards" "$work/text.txt" >"$work/prep.log" 2>&1 ||
-	fatal "prep: $(cat "$work/prep.log")"
+use_trainer
 
 # spec STEPS: the spec of a small model on 2 nodes.
 mkspec() {
