@@ -207,6 +207,14 @@ run_script(const struct cli_command *cmd, int argc, char **argv)
 		rc = CLI_EXIT_USAGE;
 		goto diag;
 	}
+	if (spec_is_set(s, SPEC_K_INIT_FROM)) {
+		fprintf(stderr, "cadre script: %s: trainer.init.from is found "
+		    "when cadred or cadre run starts the run; by hand, give "
+		    "trainer.init: DIR (the checkpoint directory)\n",
+		    argv[first]);
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
 	backend = o.backend != NULL ? o.backend :
 	    spec_get_string(s, SPEC_K_SCHED_BACKEND);
 	if (strcmp(backend, "slurm") == 0 ||

@@ -702,6 +702,15 @@ prepare(struct monitor *m, struct mrun *r, struct jobscript *js,
 	if ((rc = jobscript_write_run_json(r->exp->spec, r->r, r->run_dir,
 	    err, errlen)) != 0)
 		return rc;
+	if (spec_is_set(r->exp->spec, SPEC_K_INIT_FROM)) {
+		char	*init = NULL;
+
+		if ((rc = mon_init_path(m, r, &init, err, errlen)) == 0)
+			rc = jobscript_set_init(r->run_dir, init, err, errlen);
+		free(init);
+		if (rc != 0)
+			return rc;
+	}
 	snprintf(name, namelen, "cadre-%s", r->id);
 	jobscript_from_run(r->exp->spec, r->r, r->run_dir, name, m->cfg.agent,
 	    m->cfg.trainer, js);

@@ -110,6 +110,12 @@ void mon_exp_set_spec(struct monitor *m, struct mexp *e, struct spec *s,
  * recorded); why says which. */
 int mon_after_state(struct monitor *m, struct mexp *e, char *why,
     size_t len);
+/* trainer.init.from: the checkpoint r starts from (an absolute path):
+ * the named experiment's done run of trainer.init.config (or of its only
+ * configuration), its final checkpoint or the timed one at
+ * trainer.init.at. CADRE_ERR_NOT_FOUND with why in err. */
+int mon_init_path(struct monitor *m, struct mrun *r, char **path, char *err,
+    size_t errlen);
 /* A spec's after: at submit (its experiment id id): every name recorded,
  * none this experiment, no chain back to it; CADRE_ERR_INVALID with err
  * otherwise. */

@@ -906,6 +906,29 @@ out:
 }
 
 int
+jobscript_set_init(const char *run_dir, const char *init, char *err,
+    size_t errlen)
+{
+	json_t	*o = NULL;
+	char	*path;
+	int	 rc;
+
+	xasprintf(&path, "%s/" RUNDIR_TRAIN_JSON, run_dir);
+	if ((rc = cjson_load_file(path, SPEC_MAX_BYTES, &o, NULL)) == 0 &&
+	    json_is_object(o)) {
+		json_object_set_new(o, TJ_INIT, json_string(init));
+		rc = cjson_write_atomic(path, o, 0600);
+	} else if (rc == 0)
+		rc = CADRE_ERR_INVALID;
+	if (rc != 0)
+		cadre_errf(err, errlen, rc, "%s: cannot set its init: %s", path,
+		    cadre_strerror(rc));
+	json_decref(o);
+	free(path);
+	return rc;
+}
+
+int
 jobscript_write_run_json(const struct spec *s, const struct spec_run *r,
     const char *run_dir, char *err, size_t errlen)
 {

@@ -135,6 +135,12 @@ int jobscript_write_train_json(const struct spec *s, const struct spec_run *r,
 int jobscript_write_program_json(const struct spec *s,
     const struct spec_run *r, const char *path, char *err, size_t errlen);
 
+/* Sets train.json's "init" in run_dir to path (absolute): a checkpoint
+ * of another experiment that trainer.init.from names, found when the run
+ * starts. 0, or a negative cadre_err with a message in err. */
+int jobscript_set_init(const char *run_dir, const char *path, char *err,
+    size_t errlen);
+
 /* What run r's launch reads, into run_dir: program.json for a program
  * spec, else train.json. As the two above. */
 int jobscript_write_run_json(const struct spec *s, const struct spec_run *r,

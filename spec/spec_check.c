@@ -250,6 +250,16 @@ check_pair(struct spec_cx *cx, const char *prefix, const struct ynode *key,
 			cx->baseline = val;
 			cx->baseline_key = key;
 			break;
+		case SPEC_T_PATH:
+			/* trainer.init: a path, or where in another
+			 * experiment (trainer.init.from, ...) */
+			if (k == SPEC_K_INIT && val->kind == YNODE_MAP) {
+				check_map(cx, path, key, val);
+				break;
+			}
+			spec_value_free(&s->v[k]);
+			spec_value_parse(cx, k, val, &s->v[k]);
+			break;
 		case SPEC_T_MODEL:
 			if (val->kind == YNODE_MAP) {
 				spec_value_free(&s->v[k]);

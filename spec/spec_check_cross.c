@@ -91,6 +91,32 @@ check_sched(struct spec_cx *cx)
 		    "exclusive has no effect on the local backend");
 }
 
+/* trainer.init as a mapping: from names the experiment; config and at
+ * only with it; at is final or a training time. */
+static void
+check_init(struct spec_cx *cx)
+{
+	const struct spec	*s = cx->s;
+	const struct spec_value	*from = &s->v[SPEC_K_INIT_FROM];
+	const struct spec_value	*cfg = &s->v[SPEC_K_INIT_CONFIG];
+	const struct spec_value	*at = &s->v[SPEC_K_INIT_AT];
+	int64_t			 secs;
+
+	/* at has a default: written is what a line says */
+	if (!from->set && (cfg->line != 0 || at->line != 0)) {
+		diag_error(cx->d, cx->file, cfg->line != 0 ? cfg->line : at->line,
+		    cfg->line != 0 ? cfg->col : at->col, "trainer.init: config and at "
+		    "go with from (the experiment to start from)");
+		return;
+	}
+	if (at->set && !at->bad && at->s != NULL &&
+	    strcmp(at->s, "final") != 0 && (duration_parse(at->s, &secs) != 0 ||
+	    secs <= 0))
+		diag_error(cx->d, cx->file, at->line, at->col, "trainer.init.at: "
+		    "'%s' is neither final nor a training time such as 20m",
+		    at->s);
+}
+
 /* The program each runtime runs on a node. */
 static const char *const runtime_programs[][2] = {
 	{ "apptainer", "apptainer" }, { "singularity", "singularity" },
@@ -173,6 +199,7 @@ spec_check_base(struct spec_cx *cx)
 	const struct spec_value	*be = &s->v[SPEC_K_SCHED_BACKEND];
 
 	check_sched(cx);
+	check_init(cx);
 	if (rt->set && strcmp(rt->s, "none") != 0 &&
 	    !s->v[SPEC_K_CONTAINER_IMAGE].set &&
 	    !s->v[SPEC_K_CONTAINER_IMAGE].bad)

@@ -64,6 +64,39 @@ else
 	fail "fine-tune: $(cadre status "$rft")"
 fi
 
+# trainer.init.from: waits as after: does, then starts from the final
+# checkpoint of pretrain's done run
+cat > "$work/init.yaml" <<SPEC
+version: 1
+name: from-pretrain
+scheduler: { backend: local, time_limit: 5m }
+agent: { startup_timeout: 30s }
+trainer:
+  model: bert-tiny
+  data: /nonexistent
+  steps: 8
+  seed: 4
+  init: { from: pretrain, at: final }
+measure: { skip_steps: 0 }
+SPEC
+cadre submit "$work/init.yaml" > /dev/null 2>&1
+rin=$(run_ids "$work/init.yaml")
+if wait_run 60 "$rin" done &&
+    [ "$(cat "$CADRE_STATE_DIR/runs/$rin/fake-init")" = "$CADRE_STATE_DIR/runs/$rpt/checkpoints/step-8" ]; then
+	pass "trainer.init.from: the run started from pretrain's final checkpoint"
+else
+	fail "init.from: $(cadre status "$rin"; cat "$CADRE_STATE_DIR/runs/$rin/fake-init" 2>&1)"
+fi
+sed 's/at: final/at: 20m/; s/from-pretrain/from-pretrain-20m/; s/seed: 4/seed: 8/' "$work/init.yaml" > "$work/init20.yaml"
+cadre submit "$work/init20.yaml" > /dev/null 2>&1
+rin20=$(run_ids "$work/init20.yaml")
+if wait_run 30 "$rin20" failed &&
+    cadre status "$rin20" | grep -q "trainer.init.from $pt: run $rpt has no checkpoint at 20m"; then
+	pass "trainer.init.from at a time with no checkpoint: the run fails, saying so"
+else
+	fail "init.from at 20m: $(cadre status "$rin20")"
+fi
+
 # a cycle through a changed spec: pretrain after fine-tune
 spec pretrain 1 fine-tune > "$work/pt2.yaml"
 refused "a cycle at rerun --spec" "after: a cycle: $pt -> $ft -> $pt" cadre rerun --all --spec "$work/pt2.yaml" "$pt"
