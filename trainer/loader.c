@@ -308,6 +308,8 @@ check_vocab(const char *vocab, const struct shard_set *s, char *err,
 		rc = CADRE_ERR_INVALID;
 	}
 out:
+	if (rc != 0)
+		sha256_discard(&ctx);
 	close(fd);
 	return rc;
 }
