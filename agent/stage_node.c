@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -12,6 +13,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,26 +95,95 @@ ctime_ns(const struct stat *sb)
 	return (int64_t)sb->st_ctim.tv_sec * 1000000000 + sb->st_ctim.tv_nsec;
 }
 
+/* Where a thread hashing a mapped source goes when the source shrinks
+ * under it (SIGBUS on a page past its new end). */
+static __thread sigjmp_buf *bus_env;
+
+static void
+on_sigbus(int sig)
+{
+	if (bus_env != NULL)
+		siglongjmp(*bus_env, 1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* sha256_update() of mapped bytes: CADRE_ERR_IO when the file behind
+ * them was truncated meanwhile. */
+static int
+hash_mapped(struct sha256_ctx *c, const char *p, size_t n)
+{
+	sigjmp_buf	env;
+
+	if (sigsetjmp(env, 1) != 0) {
+		bus_env = NULL;
+		return CADRE_ERR_IO;
+	}
+	bus_env = &env;
+	sha256_update(c, p, n);
+	bus_env = NULL;
+	return 0;
+}
+
 /*
- * Copies size bytes of in to out, hashing them as they pass through buf
- * (STAGE_CHUNK bytes): each chunk is read once, hashed, and written from
- * buf; on one file system (same_fs) the kernel copies instead
- * (copy_file_range: a reflink, or a server-side or in-kernel copy) from
- * the pages the read just cached. CADRE_ERR_IO when in ends early (the
- * source shrank), CADRE_ERR_SYSTEM on an error.
+ * Copies size bytes of in to out, hashing them as they pass. A file of a
+ * chunk or more is mapped: the kernel copies each chunk (copy_file_range:
+ * a reflink, a server-side or an in-kernel copy, as the file systems
+ * allow) and the hash reads the same pages from the page cache, so the
+ * bytes are copied once and read by the hash once, as cp copies them
+ * once. Smaller files, and a source that cannot be mapped, go through
+ * buf (STAGE_CHUNK bytes): read once, hashed, written. CADRE_ERR_IO when
+ * in ends early (the source shrank), CADRE_ERR_SYSTEM on an error.
  */
 static int
-copy_range_hashed(int in, int out, int64_t size, int same_fs, char *buf,
+copy_range_hashed(int in, int out, int64_t size, char *buf,
     struct sha256_ctx *c)
 {
-	int64_t	off = 0, n;
-	loff_t	ioff, ooff;
-	ssize_t	k;
-	size_t	got;
+	char	*map = MAP_FAILED;
+	int64_t	 off = 0, n;
+	loff_t	 ioff, ooff;
+	ssize_t	 k;
+	size_t	 got;
+	int	 kernel, error = 0;
 
-	while (off < size) {
+	if (size >= (int64_t)STAGE_CHUNK && (map = mmap(NULL, (size_t)size,
+	    PROT_READ, MAP_SHARED, in, 0)) != MAP_FAILED)
+		(void)madvise(map, (size_t)size, MADV_SEQUENTIAL);
+	kernel = map != MAP_FAILED;
+	while (off < size && error == 0) {
 		n = size - off < (int64_t)STAGE_CHUNK ? size - off :
 		    (int64_t)STAGE_CHUNK;
+		ioff = ooff = off;
+		while (kernel && ioff < off + n) {
+			k = copy_file_range(in, &ioff, out, &ooff,
+			    (size_t)(off + n - ioff), 0);
+			if (k > 0 || (k == -1 && errno == EINTR))
+				continue;
+			if (k == 0) {
+				error = CADRE_ERR_IO;
+				break;
+			}
+			if (errno != EXDEV && errno != EINVAL &&
+			    errno != ENOSYS && errno != EOPNOTSUPP) {
+				error = CADRE_ERR_SYSTEM;
+				break;
+			}
+			/* The file systems will not: write from here on. */
+			kernel = 0;
+		}
+		if (error != 0)
+			break;
+		if (map != MAP_FAILED) {
+			if ((error = hash_mapped(c, map + off, (size_t)n)) != 0)
+				break;
+			if (ooff < off + n && (lseek(out, ooff, SEEK_SET) ==
+			    -1 || write_all(out, map + ooff,
+			    (size_t)(off + n - ooff)) != 0))
+				error = errno == EFAULT ? CADRE_ERR_IO :
+				    CADRE_ERR_SYSTEM;
+			off += n;
+			continue;
+		}
 		for (got = 0; got < (size_t)n; got += (size_t)k) {
 			k = pread(in, buf + got, (size_t)n - got,
 			    off + (int64_t)got);
@@ -123,27 +195,16 @@ copy_range_hashed(int in, int out, int64_t size, int same_fs, char *buf,
 				return CADRE_ERR_IO;
 		}
 		sha256_update(c, buf, (size_t)n);
-		ioff = ooff = off;
-		while (same_fs && ioff < off + n) {
-			k = copy_file_range(in, &ioff, out, &ooff,
-			    (size_t)(off + n - ioff), 0);
-			if (k > 0 || (k == -1 && errno == EINTR))
-				continue;
-			if (k == 0)
-				return CADRE_ERR_IO;
-			if (errno != EXDEV && errno != EINVAL &&
-			    errno != ENOSYS && errno != EOPNOTSUPP)
-				return CADRE_ERR_SYSTEM;
-			/* The file systems will not: write from here on. */
-			same_fs = 0;
-		}
-		if (ooff < off + n && (lseek(out, ooff, SEEK_SET) == -1 ||
-		    write_all(out, buf + (ooff - off),
-		    (size_t)(off + n - ooff)) != 0))
-			return CADRE_ERR_SYSTEM;
+		if (write_all(out, buf, (size_t)n) != 0)
+			error = CADRE_ERR_SYSTEM;
 		off += n;
 	}
-	return 0;
+	if (map != MAP_FAILED) {
+		k = errno;
+		munmap(map, (size_t)size);
+		errno = (int)k;
+	}
+	return error;
 }
 
 /* Copies src to tmp, hashing the source's bytes as they pass: 0 when the
@@ -154,7 +215,7 @@ copy_hashed(const char *src, const char *tmp, const struct stage_file *f,
     char *buf, int64_t *copied, char *msg, size_t msglen)
 {
 	struct sha256_ctx	 c;
-	struct stat		 sb, osb, after;
+	struct stat		 sb, after;
 	uint8_t			 d[SHA256_DIGEST_LEN];
 	char			 hex[65];
 	int			 in = -1, out = -1, error = CADRE_ERR_SYSTEM;
@@ -174,14 +235,13 @@ copy_hashed(const char *src, const char *tmp, const struct stage_file *f,
 	}
 	unlink(tmp);
 	if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0600)) == -1 || fstat(out, &osb) == -1) {
+	    0600)) == -1) {
 		snprintf(msg, msglen, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	(void)posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
 	sha256_init(&c);
-	error = copy_range_hashed(in, out, f->size, sb.st_dev == osb.st_dev,
-	    buf, &c);
+	error = copy_range_hashed(in, out, f->size, buf, &c);
 	if (error == CADRE_ERR_SYSTEM) {
 		snprintf(msg, msglen, "copying %s to %s: %s", src, tmp,
 		    strerror(errno));
@@ -509,6 +569,7 @@ cmd_stage(int argc, char **argv)
 	};
 	struct stage_manifest	 m;
 	struct node_stats	 ns;
+	struct sigaction	 sa;
 	struct cbuf		 text;
 	const char		*manifests[STAGE_PAIRS_MAX], *node = NULL;
 	char			 host[256], msg[1024];
@@ -558,6 +619,11 @@ cmd_stage(int argc, char **argv)
 		log_error("--node %s: expected [A-Za-z0-9._-]", node);
 		return 2;
 	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_sigbus;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, NULL) == -1)
+		fatal("sigaction");
 	memset(&ns, 0, sizeof ns);
 	t0 = now_mono();
 	for (k = 0; k < nman && error == 0; k++) {

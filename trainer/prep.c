@@ -67,6 +67,9 @@ prep_usage(FILE *f)
 "  --quiet               no progress or summary line\n"
 "  --info DIR            check a shard set as training would (against --vocab\n"
 "                        when given) and print its header\n"
+"  --verify meta|full    with --info: meta (default) trusts the set's\n"
+"                        verification record for unchanged shards, as training\n"
+"                        does; full checks every shard and rewrites the record\n"
 "  -h, --help            this text\n"
 "Exit status: 0 done, 1 error writing, 2 usage or bad input (nothing is left in DIR).\n");
 }
@@ -76,7 +79,7 @@ prep_usage(FILE *f)
 /* The header of a shard set, checked as the loader checks it (against
  * vocab too when given). */
 static int
-prep_info(const char *dir, const char *vocab)
+prep_info(const char *dir, const char *vocab, int verify_full)
 {
 	struct loader_config lc;
 	struct loader *l = NULL;
@@ -89,6 +92,7 @@ prep_info(const char *dir, const char *vocab)
 	lc.vocab = vocab;
 	lc.batch = 1;
 	lc.nranks = 1;
+	lc.verify_full = verify_full;
 	if (loader_open(&lc, &l, err, sizeof err) != 0) {
 		fprintf(stderr, "cadre-train prep: %s\n", err);
 		return 2;
@@ -229,6 +233,7 @@ prep_args(int argc, char **argv, struct prep_opts *o, const char **info_dir)
 		{ "label-field", required_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "info", required_argument, NULL, 'i' },
+		{ "verify", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -257,6 +262,14 @@ prep_args(int argc, char **argv, struct prep_opts *o, const char **info_dir)
 		case 'l': o->label_field = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'i': *info_dir = optarg; break;
+		case 'V':
+			if (strcmp(optarg, "full") != 0 && strcmp(optarg, "meta") != 0) {
+				fprintf(stderr, "cadre-train prep: --verify wants meta or full, not \"%s\"\n",
+				    optarg);
+				return 2;
+			}
+			o->verify_full = strcmp(optarg, "full") == 0;
+			break;
 		case 'f':
 			have_format = 1;
 			if (strcmp(optarg, "text") == 0)
@@ -363,7 +376,7 @@ cmd_prep(int argc, char **argv)
 	if ((parsed = prep_args(argc, argv, &o, &info_dir)) >= 0)
 		return parsed;
 	if (info_dir != NULL)
-		return prep_info(info_dir, o.vocab);
+		return prep_info(info_dir, o.vocab, o.verify_full);
 	{
 		struct stat st;
 		size_t l = strlen(o.out);
