@@ -85,6 +85,7 @@ prep_info(const char *dir, const char *vocab, int verify_full)
 	struct loader *l = NULL;
 	const struct shard_info *in;
 	char err[1024], hex[65];
+	double t0 = now_s(), opened;
 	uint32_t i;
 
 	memset(&lc, 0, sizeof lc);
@@ -97,6 +98,7 @@ prep_info(const char *dir, const char *vocab, int verify_full)
 		fprintf(stderr, "cadre-train prep: %s\n", err);
 		return 2;
 	}
+	opened = now_s() - t0;
 	in = loader_info(l);
 	sha256_hex(in->vocab_sha256, 32, hex);
 	printf("shard set: %s\n", dir);
@@ -113,6 +115,7 @@ prep_info(const char *dir, const char *vocab, int verify_full)
 	printf("num_labels: %" PRIu32 "\n", in->num_labels);
 	for (i = 0; in->label_names != NULL && i < in->num_labels; i++)
 		printf("label %" PRIu32 ": %s\n", i, in->label_names[i]);
+	printf("opened in: %.3f s\n", opened);
 	loader_close(l);
 	return 0;
 }

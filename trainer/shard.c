@@ -487,13 +487,19 @@ check_records(const char *name, const uint8_t *data,
 	for (i = 0; i < in->sequences; i++) {
 		const uint8_t *r = data + roff + i * rsz;
 
-		snprintf(where, sizeof where, "%s: byte %" PRIu64, name, roff + i * rsz);
-		rc = check_record(where, in, i, get32(r), get32(r + 4),
+		rc = check_record(name, in, i, get32(r), get32(r + 4),
 		    (int32_t)get32(r + 8), r + SHARD_RECORD_HEAD, NULL, err, errlen);
-		if (rc != 0)
-			return rc;
+		if (rc != 0) {
+			/* Again, to name the offset (formatted only now:
+			 * sets have millions of records). */
+			snprintf(where, sizeof where, "%s: byte %" PRIu64, name, roff + i * rsz);
+			return check_record(where, in, i, get32(r), get32(r + 4),
+			    (int32_t)get32(r + 8), r + SHARD_RECORD_HEAD, NULL, err, errlen);
+		}
 		for (k = SHARD_RECORD_HEAD + (size_t)in->id_bytes * in->seq_len; k < rsz; k++) {
 			if (r[k] != 0) {
+				snprintf(where, sizeof where, "%s: byte %" PRIu64, name,
+				    roff + i * rsz);
 				snprintf(err, errlen, "%s: record %" PRIu64 ": padding is not zero; " REDO,
 				    where, i);
 				return CADRE_ERR_INVALID;
