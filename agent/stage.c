@@ -320,6 +320,7 @@ struct walk {
 	size_t			 msglen;
 	struct filerec_set	 old;	/* the last start's K.src */
 	struct filerec_set	 now;	/* this start's */
+	size_t			 hashed;	/* files old did not vouch for */
 };
 
 /* SHA-256 of the source file path (relp in the tree), from the last
@@ -331,24 +332,28 @@ walk_file(struct walk *w, const char *path, const char *relp,
 	const struct filerec	*r;
 	char			 hex[65];
 	int64_t			 size = sb->st_size;
-	int			 fd, error = 0;
+	int			 fd;
 
 	if ((r = filerec_find(&w->old, relp)) != NULL && filerec_same(r, sb))
 		memcpy(hex, r->sha256, sizeof hex);
-	else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
-	    stage_hash_fd(fd, hex, &size, w->buf) != 0) {
-		snprintf(w->msg, w->msglen, "%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return CADRE_ERR_SYSTEM;
-	} else
+	else {
+		w->hashed++;
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+		    stage_hash_fd(fd, hex, &size, w->buf) != 0) {
+			snprintf(w->msg, w->msglen, "%s: %s", path,
+			    strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return CADRE_ERR_SYSTEM;
+		}
 		close(fd);
+	}
 	if (size == sb->st_size)
 		filerec_add(&w->now, relp, sb, hex);
 	json_array_append_new(w->files, json_pack("{s:s, s:I, s:i, s:s}",
 	    "path", relp, "size", (json_int_t)size, "mode",
 	    (int)(sb->st_mode & 07777), "sha256", hex));
-	return error;
+	return 0;
 }
 
 static int
@@ -484,7 +489,8 @@ stage_prepare(const char *rundir, const struct stage_pair *pairs,
 			if ((error = cjson_write_atomic(path, man, 0600)) != 0)
 				snprintf(msg, msglen, "%s: %s", path,
 				    cadre_strerror(error));
-			else if (filerec_save(recpath, &w.now) != 0)
+			else if ((w.hashed > 0 || w.now.n != w.old.n) &&
+			    filerec_save(recpath, &w.now) != 0)
 				log_warn("%s: %s (the next start hashes the "
 				    "source again)", recpath, strerror(errno));
 			free(path);
@@ -494,6 +500,7 @@ stage_prepare(const char *rundir, const struct stage_pair *pairs,
 		recpath = NULL;
 		filerec_free(&w.old);
 		filerec_free(&w.now);
+		w.hashed = 0;
 		json_decref(man);
 		man = NULL;
 	}

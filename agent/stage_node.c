@@ -46,6 +46,8 @@ struct stage_work {
 	const char			*node;
 	const char			*dst;
 	const struct filerec_set	*rec;	/* the last start's record */
+	pid_t				 pid;
+	mode_t				 cmask;	/* the umask */
 	struct file_job			*jobs;
 	pthread_mutex_t			 mu;
 	size_t				 next;
@@ -212,13 +214,18 @@ copy_range_hashed(int in, int out, int64_t size, char *buf,
  * changed, detail in msg), CADRE_ERR_SYSTEM on an error. */
 static int
 copy_hashed(const char *src, const char *tmp, const struct stage_file *f,
-    char *buf, int64_t *copied, char *msg, size_t msglen)
+    mode_t cmask, char *buf, int64_t *copied, char *msg, size_t msglen)
 {
 	struct sha256_ctx	 c;
 	struct stat		 sb, after;
 	uint8_t			 d[SHA256_DIGEST_LEN];
 	char			 hex[65];
-	int			 in = -1, out = -1, error = CADRE_ERR_SYSTEM;
+	/* Made with its mode when the umask keeps it: no fchmod. */
+	mode_t			 mode = f->mode & 0777;
+	int			 in = -1, out = -1, error = CADRE_ERR_SYSTEM,
+				 chmod = (f->mode & 07777) != mode ||
+				 (mode & cmask) != 0, big = f->size >=
+				 (int64_t)STAGE_CHUNK;
 
 	c.md = NULL;
 	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1 ||
@@ -233,13 +240,21 @@ copy_hashed(const char *src, const char *tmp, const struct stage_file *f,
 		error = CADRE_ERR_IO;
 		goto out;
 	}
-	unlink(tmp);
+	/* The directory is made, and a temporary left by a killed run of
+	 * the same PID removed, only when the open says so: a mkdir per file
+	 * would take every parent directory's lock. */
+	if (chmod)
+		mode = 0600;
 	if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0600)) == -1) {
+	    mode)) == -1 && (errno == EEXIST ? unlink(tmp) : errno == ENOENT ?
+	    mkdir_parents((char *)tmp) : -1) == 0)
+		out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (out == -1) {
 		snprintf(msg, msglen, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	(void)posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (big)
+		(void)posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
 	sha256_init(&c);
 	error = copy_range_hashed(in, out, f->size, buf, &c);
 	if (error == CADRE_ERR_SYSTEM) {
@@ -248,10 +263,11 @@ copy_hashed(const char *src, const char *tmp, const struct stage_file *f,
 		goto out;
 	}
 	*copied += f->size;
-	/* The kernel's copy is of the bytes hashed only if the source did
-	 * not change meanwhile. */
-	if (error == CADRE_ERR_IO || fstat(in, &after) == -1 ||
-	    after.st_size != f->size || ctime_ns(&after) != ctime_ns(&sb)) {
+	/* The kernel's copy (a big file's) is of the bytes hashed only if
+	 * the source did not change meanwhile; a small one was written from
+	 * the bytes hashed. */
+	if (error == CADRE_ERR_IO || (big && (fstat(in, &after) == -1 ||
+	    after.st_size != f->size || ctime_ns(&after) != ctime_ns(&sb)))) {
 		snprintf(msg, msglen, "%s changed while it was copied", src);
 		error = CADRE_ERR_IO;
 		goto out;
@@ -265,7 +281,7 @@ copy_hashed(const char *src, const char *tmp, const struct stage_file *f,
 		error = CADRE_ERR_IO;
 		goto out;
 	}
-	if (fchmod(out, f->mode & 07777) == -1 || close(out) == -1) {
+	if ((chmod && fchmod(out, f->mode & 07777) == -1) || close(out) == -1) {
 		out = -1;
 		snprintf(msg, msglen, "%s: %s", tmp, strerror(errno));
 		goto out;
@@ -333,16 +349,11 @@ stage_file(struct stage_work *w, size_t i, char *buf, struct node_stats *ns,
 	/* The node and the process in the name: "nodes" sharing one disk,
 	 * and two runs staging on one node, copy side by side; the last
 	 * rename wins with the same bytes. */
-	xasprintf(&tmp, "%s.cadre-stage.%s.%ld", to, w->node, (long)getpid());
+	xasprintf(&tmp, "%s.cadre-stage.%s.%ld", to, w->node, (long)w->pid);
 	if (already_there(to, f->path, f, w->rec, w->m->verify_full, buf,
 	    &w->jobs[i].sb, &present, &ns->hashed)) {
 		ns->skipped++;
 		w->jobs[i].done = 1;
-		goto out;
-	}
-	if ((error = mkdir_parents(to)) != 0) {
-		cadre_errf(msg, msglen, error, "%s: cannot make its directory: "
-		    "%s", to, strerror(errno));
 		goto out;
 	}
 	if (present) {
@@ -356,8 +367,8 @@ stage_file(struct stage_work *w, size_t i, char *buf, struct node_stats *ns,
 	    tries++) {
 		if (tries > 0)
 			log_warn("%s: %s; copying again", w->node, msg);
-		error = copy_hashed(src, tmp, f, buf, &ns->bytes, msg,
-		    msglen);
+		error = copy_hashed(src, tmp, f, w->cmask, buf, &ns->bytes,
+		    msg, msglen);
 	}
 	if (error == CADRE_ERR_IO)
 		error = CADRE_ERR_INVALID;
@@ -462,6 +473,9 @@ stage_one(const struct stage_manifest *m, const char *node,
 	w.node = node;
 	w.dst = dst;
 	w.rec = &rec;
+	w.pid = getpid();
+	w.cmask = umask(022);
+	umask(w.cmask);
 	w.jobs = xcalloc(m->n + 1, sizeof *w.jobs);
 	pthread_mutex_init(&w.mu, NULL);
 	nt = m->n < STAGE_THREADS ? m->n : STAGE_THREADS;
@@ -477,13 +491,15 @@ stage_one(const struct stage_manifest *m, const char *node,
 	ns->skipped += w.ns.skipped;
 	ns->redone += w.ns.redone;
 	ns->hashed += w.ns.hashed;
-	/* What is in place now, for the next start; also after a failure,
-	 * so that what was copied is not hashed again. */
+	/* What is in place now, for the next start (unless the record
+	 * vouched for all of it: then it says that already); also after a
+	 * failure, so that what was copied is not hashed again. */
 	for (i = 0; i < m->n; i++)
 		if (w.jobs[i].done)
 			filerec_add(&out, m->files[i].path, &w.jobs[i].sb,
 			    m->files[i].sha256);
-	if (filerec_save(recpath, &out) != 0)
+	if ((w.ns.copied + w.ns.redone + w.ns.hashed > 0 || out.n != rec.n ||
+	    m->verify_full) && filerec_save(recpath, &out) != 0)
 		log_warn("%s: %s: %s (the next start hashes the copies)", node,
 		    recpath, strerror(errno));
 	free(w.jobs);
