@@ -148,9 +148,10 @@ copy_range_hashed(int in, int out, int64_t size, char *buf,
 	size_t	 got;
 	int	 kernel, error = 0;
 
-	if (size >= (int64_t)STAGE_CHUNK && (map = mmap(NULL, (size_t)size,
-	    PROT_READ, MAP_SHARED, in, 0)) != MAP_FAILED)
-		(void)madvise(map, (size_t)size, MADV_SEQUENTIAL);
+	/* No MADV_SEQUENTIAL: it drops the pages behind the hash, which the
+	 * other nodes staging on this machine (or the next start) read. */
+	if (size >= (int64_t)STAGE_CHUNK)
+		map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, in, 0);
 	kernel = map != MAP_FAILED;
 	while (off < size && error == 0) {
 		n = size - off < (int64_t)STAGE_CHUNK ? size - off :
