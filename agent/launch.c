@@ -72,7 +72,9 @@ launch_usage(FILE *f)
 	    "  every node (srun, or pbsdsh per node), then as above; the agents stop after.\n"
 	    "  --stage SRC:DST (repeatable): before COMMAND, every node copies SRC to DST\n"
 	    "  (%%n: the node's name) through its agent, checked by SHA-256, skipping what\n"
-	    "  is already there; removed after the run unless --keep-staged.\n"
+	    "  is already there; removed after the run unless --keep-staged. A later start\n"
+	    "  trusts what the verification records say is unchanged (size, mtime, ctime,\n"
+	    "  inode); --stage-verify full hashes every file again.\n"
 	    "       cadre-agent launch ... --program FILE\n"
 	    "       cadre-agent launch ... (--per-rank | --per-node | --once)\n"
 	    "           [--checkpoint-every DURATION] -- COMMAND [ARG...]\n"
@@ -102,7 +104,7 @@ node_names(struct launch *l)
  * failed and the message. */
 static int
 run_stage(struct launch *l, const struct stage_pair *pairs, size_t npairs,
-    json_t *st)
+    int verify_full, json_t *st)
 {
 	struct stage_totals	 t;
 	char			 msg[1024], **names = node_names(l);
@@ -110,7 +112,7 @@ run_stage(struct launch *l, const struct stage_pair *pairs, size_t npairs,
 	int			 error;
 
 	log_info("staging %zu tree(s) to %zu nodes", npairs, l->n);
-	if ((error = stage_prepare(l->rundir, pairs, npairs, msg,
+	if ((error = stage_prepare(l->rundir, pairs, npairs, verify_full, msg,
 	    sizeof msg)) == 0)
 		error = stage_nodes(l->rundir, names, l->n, npairs, 0,
 		    l->sigfd, &t, msg, sizeof msg);
@@ -235,6 +237,7 @@ launch_parse(int argc, char **argv, struct launch *l, struct launch_opts *o)
 		{ "from-env", no_argument, NULL, 'E' },
 		{ "stage", required_argument, NULL, 'T' },
 		{ "keep-staged", no_argument, NULL, 'K' },
+		{ "stage-verify", required_argument, NULL, 'Y' },
 		{ "program", required_argument, NULL, 'P' },
 		{ "per-rank", no_argument, NULL, '1' },
 		{ "per-node", no_argument, NULL, '2' },
@@ -351,6 +354,16 @@ launch_parse(int argc, char **argv, struct launch *l, struct launch_opts *o)
 			break;
 		case 'K':
 			o->keep_staged = 1;
+			break;
+		case 'Y':
+			if (strcmp(optarg, "full") != 0 &&
+			    strcmp(optarg, "meta") != 0) {
+				log_error("--stage-verify %s: expected meta "
+				    "(trust unchanged metadata) or full (hash "
+				    "every file)", optarg);
+				return LAUNCH_EXIT_USAGE;
+			}
+			o->stage_verify_full = strcmp(optarg, "full") == 0;
 			break;
 		case 'P':
 			o->program = optarg;
@@ -618,7 +631,8 @@ cmd_launch(int argc, char **argv)
 		goto out;
 	}
 	if (o.nstage > 0 &&
-	    (error = run_stage(&l, o.stages, o.nstage, st)) != 0) {
+	    (error = run_stage(&l, o.stages, o.nstage, o.stage_verify_full,
+	    st)) != 0) {
 		rc = error == CADRE_ERR_CANCELLED ? LAUNCH_EXIT_PREEMPTED :
 		    LAUNCH_EXIT_FAILED;
 		json_object_set_new(st, "exit_status", json_integer(rc));

@@ -64,6 +64,7 @@ struct launch_opts {
 	size_t			 nmpi;
 	int			 slots, slots_set;
 	int			 wait_only, use_srun, from_env, keep_staged;
+	int			 stage_verify_full;
 	const char		*srun;
 	struct container	 ct;
 	struct stage_pair	 stages[STAGE_PAIRS_MAX];

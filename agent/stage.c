@@ -22,6 +22,7 @@
 #include "agent.h"
 #include "buf.h"
 #include "error.h"
+#include "filerec.h"
 #include "json.h"
 #include "log.h"
 #include "sha256.h"
@@ -172,18 +173,6 @@ rel_path_ok(const char *p)
 	}
 }
 
-static int
-hex64_ok(const char *s)
-{
-	size_t	i;
-
-	for (i = 0; i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' &&
-		    s[i] <= 'f')))
-			return 0;
-	return s[64] == '\0';
-}
-
 void
 stage_manifest_free(struct stage_manifest *m)
 {
@@ -201,7 +190,7 @@ int
 stage_manifest_parse(const char *text, size_t len, struct stage_manifest *m,
     char *msg, size_t msglen)
 {
-	json_t		*root = NULL, *files, *f;
+	json_t		*root = NULL, *files, *f, *vj;
 	json_error_t	 jerr;
 	const char	*src, *dst, *path, *hash;
 	char		*probe = NULL;
@@ -243,6 +232,17 @@ stage_manifest_parse(const char *text, size_t len, struct stage_manifest *m,
 		    "(%%n: the node's name)");
 		goto out;
 	}
+	if ((vj = json_object_get(root, "verify")) != NULL) {
+		if (json_is_string(vj) &&
+		    strcmp(json_string_value(vj), "full") == 0)
+			m->verify_full = 1;
+		else if (!json_is_string(vj) ||
+		    strcmp(json_string_value(vj), "meta") != 0) {
+			snprintf(msg, msglen, "\"verify\": expected \"meta\" "
+			    "or \"full\"");
+			goto out;
+		}
+	}
 	files = json_object_get(root, "files");
 	if (!json_is_array(files) || json_array_size(files) >
 	    STAGE_FILES_MAX) {
@@ -259,7 +259,7 @@ stage_manifest_parse(const char *text, size_t len, struct stage_manifest *m,
 		    cjson_get_int(f, "mode", &mode) != 0 || mode < 0 ||
 		    mode > 07777 ||
 		    cjson_get_string(f, "sha256", &hash) != 0 ||
-		    !hex64_ok(hash)) {
+		    !sha256_hex_ok(hash, strlen(hash))) {
 			snprintf(msg, msglen, "files[%zu]: expected {\"path\": "
 			    "a relative path without '..', \"size\": >= 0, "
 			    "\"mode\": 0..07777, \"sha256\": 64 lower-case hex "
@@ -297,8 +297,12 @@ stage_hash_fd(int fd, char hex[65], int64_t *size, char *buf)
 		n = read(fd, buf, STAGE_CHUNK);
 		if (n == -1 && errno == EINTR)
 			continue;
-		if (n == -1)
+		if (n == -1) {
+			n = errno;
+			sha256_discard(&c);
+			errno = (int)n;
 			return CADRE_ERR_SYSTEM;
+		}
 		if (n == 0)
 			break;
 		sha256_update(&c, buf, (size_t)n);
@@ -310,20 +314,55 @@ stage_hash_fd(int fd, char hex[65], int64_t *size, char *buf)
 }
 
 struct walk {
-	json_t	*files;
-	char	*buf;
-	char	*msg;
-	size_t	 msglen;
+	json_t			*files;
+	char			*buf;
+	char			*msg;
+	size_t			 msglen;
+	struct filerec_set	 old;	/* the last start's K.src */
+	struct filerec_set	 now;	/* this start's */
+	size_t			 hashed;	/* files old did not vouch for */
 };
+
+/* SHA-256 of the source file path (relp in the tree), from the last
+ * start's record when its metadata is unchanged, into the manifest. */
+static int
+walk_file(struct walk *w, const char *path, const char *relp,
+    const struct stat *sb)
+{
+	const struct filerec	*r;
+	char			 hex[65];
+	int64_t			 size = sb->st_size;
+	int			 fd;
+
+	if ((r = filerec_find(&w->old, relp)) != NULL && filerec_same(r, sb))
+		memcpy(hex, r->sha256, sizeof hex);
+	else {
+		w->hashed++;
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+		    stage_hash_fd(fd, hex, &size, w->buf) != 0) {
+			snprintf(w->msg, w->msglen, "%s: %s", path,
+			    strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return CADRE_ERR_SYSTEM;
+		}
+		close(fd);
+	}
+	if (size == sb->st_size)
+		filerec_add(&w->now, relp, sb, hex);
+	json_array_append_new(w->files, json_pack("{s:s, s:I, s:i, s:s}",
+	    "path", relp, "size", (json_int_t)size, "mode",
+	    (int)(sb->st_mode & 07777), "sha256", hex));
+	return 0;
+}
 
 static int
 walk_tree(struct walk *w, const char *root, const char *rel, int depth)
 {
 	struct dirent	**ents = NULL;
 	struct stat	  sb;
-	char		 *dir, *path = NULL, *relp = NULL, hex[65];
-	int64_t		  size;
-	int		  n = 0, i, fd = -1, error = 0;
+	char		 *dir, *path = NULL, *relp = NULL;
+	int		  n = 0, i, error = 0;
 
 	if (depth > STAGE_DEPTH_MAX) {
 		snprintf(w->msg, w->msglen, "%s/%s: more than %d levels of "
@@ -375,19 +414,8 @@ walk_tree(struct walk *w, const char *root, const char *rel, int depth)
 				snprintf(w->msg, w->msglen, "%s: more than %d "
 				    "files", root, STAGE_FILES_MAX);
 				error = CADRE_ERR_TOO_LARGE;
-			} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) ==
-			    -1 || stage_hash_fd(fd, hex, &size, w->buf) != 0) {
-				snprintf(w->msg, w->msglen, "%s: %s", path,
-				    strerror(errno));
-				error = CADRE_ERR_SYSTEM;
 			} else
-				json_array_append_new(w->files, json_pack(
-				    "{s:s, s:I, s:i, s:s}", "path", relp,
-				    "size", (json_int_t)size, "mode",
-				    (int)(sb.st_mode & 07777), "sha256", hex));
-			if (fd >= 0)
-				close(fd);
-			fd = -1;
+				error = walk_file(w, path, relp, &sb);
 		} else
 			log_warn("%s: not a regular file or directory: not "
 			    "staged", path);
@@ -404,16 +432,17 @@ walk_tree(struct walk *w, const char *root, const char *rel, int depth)
 
 int
 stage_prepare(const char *rundir, const struct stage_pair *pairs,
-    size_t npairs, char *msg, size_t msglen)
+    size_t npairs, int verify_full, char *msg, size_t msglen)
 {
 	struct walk	 w;
 	struct stat	 sb;
 	json_t		*man = NULL;
-	char		*sdir, *path = NULL, rp[PATH_MAX], *slash, hex[65];
-	int64_t		 size;
+	char		*sdir, *path = NULL, *recpath = NULL, rp[PATH_MAX],
+			*slash, why[512];
 	size_t		 k;
-	int		 fd, error;
+	int		 error;
 
+	memset(&w, 0, sizeof w);
 	sdir = rundir_path(rundir, RUNDIR_STAGE);
 	if ((error = rundir_mkdir_private(sdir, msg, msglen)) != 0)
 		goto out;
@@ -428,10 +457,18 @@ stage_prepare(const char *rundir, const struct stage_pair *pairs,
 			error = CADRE_ERR_SYSTEM;
 			break;
 		}
+		xasprintf(&recpath, "%s/%zu.src", sdir, k);
+		if (!verify_full && (error = filerec_load(recpath, &w.old,
+		    why, sizeof why)) != 0) {
+			if (error != CADRE_ERR_NOT_FOUND)
+				log_warn("%s: hashing every file of %s", why,
+				    rp);
+			error = 0;
+		}
 		w.files = json_array();
-		man = json_pack("{s:i, s:s, s:s, s:o}", "version",
-		    STAGE_VERSION, "src", rp, "dst", pairs[k].dst, "files",
-		    w.files);
+		man = json_pack("{s:i, s:s, s:s, s:s, s:o}", "version",
+		    STAGE_VERSION, "src", rp, "dst", pairs[k].dst, "verify",
+		    verify_full ? "full" : "meta", "files", w.files);
 		if (S_ISDIR(sb.st_mode)) {
 			error = walk_tree(&w, rp, "", 0);
 		} else if (S_ISREG(sb.st_mode)) {
@@ -441,18 +478,7 @@ stage_prepare(const char *rundir, const struct stage_pair *pairs,
 			json_object_set_new(man, "src", json_string(
 			    rp[0] != '\0' ? rp : "/"));
 			*slash = '/';
-			if ((fd = open(rp, O_RDONLY | O_CLOEXEC)) == -1 ||
-			    stage_hash_fd(fd, hex, &size, w.buf) != 0) {
-				snprintf(msg, msglen, "%s: %s", rp,
-				    strerror(errno));
-				error = CADRE_ERR_SYSTEM;
-			} else
-				json_array_append_new(w.files, json_pack(
-				    "{s:s, s:I, s:i, s:s}", "path", slash + 1,
-				    "size", (json_int_t)size, "mode",
-				    (int)(sb.st_mode & 07777), "sha256", hex));
-			if (fd >= 0)
-				close(fd);
+			error = walk_file(&w, rp, slash + 1, &sb);
 		} else {
 			snprintf(msg, msglen, "--stage %s: not a directory or "
 			    "regular file", pairs[k].src);
@@ -463,9 +489,18 @@ stage_prepare(const char *rundir, const struct stage_pair *pairs,
 			if ((error = cjson_write_atomic(path, man, 0600)) != 0)
 				snprintf(msg, msglen, "%s: %s", path,
 				    cadre_strerror(error));
+			else if ((w.hashed > 0 || w.now.n != w.old.n) &&
+			    filerec_save(recpath, &w.now) != 0)
+				log_warn("%s: %s (the next start hashes the "
+				    "source again)", recpath, strerror(errno));
 			free(path);
 			path = NULL;
 		}
+		free(recpath);
+		recpath = NULL;
+		filerec_free(&w.old);
+		filerec_free(&w.now);
+		w.hashed = 0;
 		json_decref(man);
 		man = NULL;
 	}
@@ -489,7 +524,7 @@ add_report(const char *path, struct stage_totals *t)
 {
 	struct cbuf	 b;
 	json_t		*o = NULL;
-	int64_t		 v[5];
+	int64_t		 v[6];
 	int		 error;
 
 	cbuf_init(&b, STAGE_NODE_OUT_MAX);
@@ -500,7 +535,8 @@ add_report(const char *path, struct stage_totals *t)
 		    cjson_get_int(o, "bytes", &v[1]) != 0 ||
 		    cjson_get_int(o, "copied", &v[2]) != 0 ||
 		    cjson_get_int(o, "skipped", &v[3]) != 0 ||
-		    cjson_get_int(o, "redone", &v[4]) != 0)
+		    cjson_get_int(o, "redone", &v[4]) != 0 ||
+		    cjson_get_int(o, "hashed", &v[5]) != 0)
 			error = CADRE_ERR_INVALID;
 		else {
 			t->files += v[0];
@@ -508,6 +544,7 @@ add_report(const char *path, struct stage_totals *t)
 			t->copied += v[2];
 			t->skipped += v[3];
 			t->redone += v[4];
+			t->hashed += v[5];
 		}
 	}
 	json_decref(o);
@@ -652,8 +689,8 @@ stage_nodes(const char *rundir, char *const *nodes, size_t nnodes,
 json_t *
 stage_totals_json(const struct stage_totals *t)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "files",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "files",
 	    (json_int_t)t->files, "bytes", (json_int_t)t->bytes, "copied",
 	    (json_int_t)t->copied, "skipped", (json_int_t)t->skipped,
-	    "redone", (json_int_t)t->redone);
+	    "redone", (json_int_t)t->redone, "hashed", (json_int_t)t->hashed);
 }

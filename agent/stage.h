@@ -4,14 +4,20 @@
  *
  * The head node lists SRC once into a manifest, RUN_DIR/stage/K.json:
  *   {"version": 1, "src": "/abs/src", "dst": "/local/%n/data",
+ *    "verify": "meta" or "full" (optional: "meta"),
  *    "files": [{"path": "a/b.bin", "size": 123, "mode": 420,
  *               "sha256": "64 hex"}, ...]}
  * and each node runs `cadre-agent stage --manifest FILE...` through its
  * agent (rsh), all nodes at once: a file already at DST with the size and
  * checksum of the manifest is skipped, one that differs (a corrupted or
- * partial copy) is copied again; every copy is read back and checked
- * before it is renamed into place. `%n` in DST is the node's name (for
- * several "nodes" on one machine), `%%` a percent sign.
+ * partial copy) is copied again; every copy is hashed as it passes and
+ * checked before it is renamed into place. Verification records
+ * (common/filerec.h) of the source (RUN_DIR/stage/K.src) and of each
+ * node's copies (DST/.cadre-stage.NODE.rec) let a later start trust the
+ * metadata of what did not change instead of hashing it again; with
+ * "verify": "full" in the manifest (launch --stage-verify full) every
+ * file is hashed. `%n` in DST is the node's name (for several "nodes" on
+ * one machine), `%%` a percent sign.
  */
 #ifndef CADRE_AGENT_STAGE_H
 #define CADRE_AGENT_STAGE_H
@@ -28,7 +34,11 @@
 #define STAGE_NODE_OUT_MAX	(64u << 10)	/* one node's report */
 #define STAGE_PARALLEL		64		/* nodes staged at once */
 #define STAGE_COPY_TRIES	3		/* a copy that fails its check */
-#define STAGE_CHUNK		((size_t)1 << 20)	/* bytes read at a time */
+#define STAGE_CHUNK		((size_t)4 << 20)	/* bytes read at a time */
+#define STAGE_THREADS		4		/* files in flight per node */
+/* DST/.cadre-stage.NODE.rec: the node's verification record of its
+ * copies (common/filerec.h); .lock: held while the node stages. */
+#define STAGE_NODE_PREFIX	".cadre-stage."
 
 struct stage_pair {
 	char	*src;	/* as given */
@@ -42,6 +52,8 @@ struct stage_totals {
 	int64_t	copied;		/* files copied (fresh) */
 	int64_t	skipped;	/* already there with the right checksum */
 	int64_t	redone;		/* there, but wrong: copied again */
+	int64_t	hashed;		/* copies there checked by reading them
+				 * (the rest of skipped: by their record) */
 };
 
 /* One parsed manifest. */
@@ -54,6 +66,7 @@ struct stage_file {
 struct stage_manifest {
 	char			*src;
 	char			*dst;
+	int			 verify_full;	/* "verify": "full" */
 	struct stage_file	*files;
 	size_t			 n;
 };
@@ -64,9 +77,11 @@ int stage_pair_parse(const char *arg, struct stage_pair *p, char *msg,
     size_t msglen);
 void stage_pair_free(struct stage_pair *p);
 
-/* Lists and hashes each pair's SRC into RUN_DIR/stage/K.json. */
+/* Lists each pair's SRC into RUN_DIR/stage/K.json, hashing the files
+ * that RUN_DIR/stage/K.src does not vouch for (all of them when
+ * verify_full), and writes K.src for the next start. */
 int stage_prepare(const char *rundir, const struct stage_pair *pairs,
-    size_t npairs, char *msg, size_t msglen);
+    size_t npairs, int verify_full, char *msg, size_t msglen);
 /*
  * Runs `cadre-agent stage` (clean: `stage --clean`) for the npairs
  * manifests on every node through its agent, STAGE_PARALLEL nodes at a

@@ -1,9 +1,7 @@
 /*
- * SHA-256 (FIPS 180-4): run ids, checksums of shards and checkpoints.
- * On x86-64 CPUs with the SHA extensions the blocks go through them
- * (about 1 GB/s on the build machine against 110-200 MB/s for the
- * portable C; tests/unit/test_sha256 prints both), chosen at run time:
- * the same context, the same digests, whichever path hashes.
+ * SHA-256 (FIPS 180-4): run ids, checksums of shards, checkpoints and
+ * staged files. The blocks go through libcrypto's EVP interface, which
+ * picks the CPU's SHA extensions where it has them.
  */
 #ifndef CADRE_SHA256_H
 #define CADRE_SHA256_H
@@ -13,31 +11,29 @@
 
 #define SHA256_DIGEST_LEN 32
 
+/* md is libcrypto's context, allocated by sha256_init() and freed by
+ * sha256_final() or sha256_discard(). */
 struct sha256_ctx {
-	uint32_t	state[8];
-	uint64_t	bytes;
-	uint8_t		block[64];
-	size_t		fill;
+	void	*md;
 };
 
 void sha256_init(struct sha256_ctx *c);
 void sha256_update(struct sha256_ctx *c, const void *p, size_t n);
 void sha256_final(struct sha256_ctx *c, uint8_t out[SHA256_DIGEST_LEN]);
+/* Frees a context that will not be finished (an error path); a finished
+ * or discarded one is left alone. */
+void sha256_discard(struct sha256_ctx *c);
 void sha256(const void *p, size_t n, uint8_t out[SHA256_DIGEST_LEN]);
 /* Lower-case hex of the first nbytes of a digest; hex holds 2*nbytes+1. */
 void sha256_hex(const uint8_t *digest, size_t nbytes, char *hex);
+
+/* Whether s[0..n) is a digest as sha256_hex() writes it: n is 64, every
+ * character a lower-case hex digit. */
+int sha256_hex_ok(const char *s, size_t n);
 
 /* SHA-256 of the file at path, read in 4 MiB blocks: 0 with the hex
  * digest and the size, or CADRE_ERR_SYSTEM (errno set). */
 int sha256_file(const char *path, char hex[2 * SHA256_DIGEST_LEN + 1],
     uint64_t *bytes);
-
-/* The path hashing now: "sha-ni" or "portable". */
-const char *sha256_impl(void);
-/* For tests and benchmarks: on != 0 makes every hash take the portable
- * path, 0 gives the choice back to the CPU check. Either may be called at
- * any time, even between updates of one context. The environment
- * variable CADRE_SHA256_PORTABLE=1, read once, does what on = 1 does. */
-void sha256_force_portable(int on);
 
 #endif

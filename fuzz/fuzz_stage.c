@@ -1,5 +1,6 @@
 /* libFuzzer target: what staging and launch --from-env read from outside:
- * the manifest RUN_DIR/stage/K.json, --stage SRC:DST and
+ * the manifest RUN_DIR/stage/K.json, the verification records
+ * (common/filerec.c, which the loader reads too), --stage SRC:DST and
  * SLURM_TASKS_PER_NODE. */
 #include "config.h"
 
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "filerec.h"
 #include "fromenv.h"
 #include "stage.h"
 
@@ -38,12 +40,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct stage_manifest	m;
 	struct stage_pair	p;
+	struct filerec_set	fs;
 	char			msg[256], *s;
 	int			slots[64];
 
 	if (stage_manifest_parse((const char *)data, size, &m, msg,
 	    sizeof msg) == 0)
 		stage_manifest_free(&m);
+	if (filerec_parse((const char *)data, size, &fs, msg,
+	    sizeof msg) == 0) {
+		filerec_sort(&fs);
+		(void)filerec_find(&fs, "a/b");
+		filerec_free(&fs);
+	}
 	if (size > 8192)
 		return 0;
 	s = malloc(size + 1);

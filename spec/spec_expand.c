@@ -360,6 +360,7 @@ spec_matrix_expand(struct spec_cx *cx)
 		spec_hash_config(s, fixed, cfg);
 		if (!digest_set_add(&ds, cfg->digest)) {
 			free(cfg->v);	/* already there: dropped */
+			free(cfg->canon);
 			spec_value_free(&cfg->vars);
 			memset(cfg, 0, sizeof *cfg);
 			continue;
@@ -435,6 +436,7 @@ spec_matrix_free(struct spec *s)
 	entry_free(&s->baseline);
 	for (i = 0; i < s->nconfigs; i++) {
 		free(s->configs[i].v);
+		free(s->configs[i].canon);
 		spec_value_free(&s->configs[i].vars);
 	}
 	free(s->configs);

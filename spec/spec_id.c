@@ -75,15 +75,13 @@ spec_hash_config(const struct spec *s, char *const *fixed,
     struct spec_config *cfg)
 {
 	const struct spec_value	*v;
-	struct sha256_ctx	 c;
 	struct cbuf		 b;
 	int			 k, custom;
 
 	v = spec_cfg_value(s, cfg, SPEC_K_MODEL);
 	custom = v->set && strcmp(v->s, "custom") == 0;
-	sha256_init(&c);
-	sha256_update(&c, ID_PREFIX, strlen(ID_PREFIX));
 	cbuf_init(&b, SIZE_MAX);
+	cbuf_adds(&b, ID_PREFIX);
 	for (k = 0; k < SPEC_KEY_COUNT; k++) {
 		if (!in_ids(k))
 			continue;
@@ -91,16 +89,14 @@ spec_hash_config(const struct spec *s, char *const *fixed,
 		    !custom)
 			continue;	/* follow from the preset */
 		if (fixed[k] != NULL) {
-			sha256_update(&c, fixed[k], strlen(fixed[k]));
+			cbuf_adds(&b, fixed[k]);
 			continue;
 		}
-		cbuf_reset(&b);
 		canon_entry(s, k, spec_cfg_value(s, cfg, k), &b);
-		sha256_update(&c, b.data != NULL ? b.data : "", b.len);
 	}
-	cbuf_free(&b);
-	cfg->ctx = c;
-	sha256_final(&c, cfg->digest);
+	free(cfg->canon);
+	cfg->canon = cbuf_detach(&b, &cfg->canon_len);
+	sha256(cfg->canon, cfg->canon_len, cfg->digest);
 	sha256_hex(cfg->digest, SPEC_ID_LEN / 2, cfg->id);
 }
 
@@ -111,7 +107,8 @@ spec_hash_run(const struct spec_config *cfg, unsigned repeat, char *id)
 	uint8_t			 dg[SHA256_DIGEST_LEN];
 	char			 buf[32];
 
-	c = cfg->ctx;
+	sha256_init(&c);
+	sha256_update(&c, cfg->canon, cfg->canon_len);
 	snprintf(buf, sizeof buf, "repeat=%u\n", repeat);
 	sha256_update(&c, buf, strlen(buf));
 	sha256_final(&c, dg);

@@ -65,7 +65,8 @@ struct spec_config {
 	/* program.vars with this configuration's values, when some vary:
 	 * v[] points here for SPEC_K_PROG_VARS */
 	struct spec_value	  vars;
-	struct sha256_ctx	  ctx;	/* after the canonical values */
+	char			 *canon;	/* the canonical values hashed */
+	size_t			  canon_len;
 	uint8_t			  digest[SHA256_DIGEST_LEN];
 	char			  id[SPEC_ID_LEN + 1];
 };

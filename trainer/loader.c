@@ -35,6 +35,8 @@
 struct batch_buf {
 	int32_t	*ids, *types, *mask, *labels, *seq_labels;
 	int	 masked;
+	int	 error;		/* a shard failed its verification */
+	char	 err[1024];
 };
 
 struct loader {
@@ -61,6 +63,7 @@ struct loader {
 	pthread_cond_t		 cv;
 	int			 head, ready, held, stop;
 	struct loader_pos	 ppos;		/* of the next one to prepare */
+	char			 err[1024];	/* why loader_next() failed */
 };
 
 static uint64_t
@@ -166,6 +169,7 @@ build(const struct loader *l, const struct loader_pos *pos,
 	uint32_t T = l->T, t;
 
 	b->masked = 0;
+	b->error = 0;
 	for (i = 0; i < B; i++) {
 		uint64_t p = pos->consumed + (uint64_t)l->c.rank * (uint64_t)B + (uint64_t)i;
 		int32_t *ids = b->ids + (size_t)i * T;
@@ -175,7 +179,10 @@ build(const struct loader *l, const struct loader_pos *pos,
 		uint32_t len, ts;
 		int32_t label;
 
-		shard_set_read(l->set, perm_at(l, pos->epoch, p), ids, &len, &ts, &label);
+		b->error = shard_set_read(l->set, perm_at(l, pos->epoch, p), ids, &len,
+		    &ts, &label, b->err, sizeof b->err);
+		if (b->error != 0)
+			return;
 		for (t = 0; t < T; t++) {
 			types[t] = t >= ts && t < len;
 			mask[t] = t < len;
@@ -308,6 +315,8 @@ check_vocab(const char *vocab, const struct shard_set *s, char *err,
 		rc = CADRE_ERR_INVALID;
 	}
 out:
+	if (rc != 0)
+		sha256_discard(&ctx);
 	close(fd);
 	return rc;
 }
@@ -333,7 +342,8 @@ loader_open(const struct loader_config *c, struct loader **out, char *err,
 	l->c = *c;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
-	if ((rc = shard_set_open(c->dir, &l->set, err, errlen)) != 0)
+	if ((rc = shard_set_open(c->dir, c->verify_full ? SHARD_VERIFY_FULL :
+	    SHARD_VERIFY_META, &l->set, err, errlen)) != 0)
 		goto fail;
 	in = &l->set->info;
 	if (c->vocab != NULL && (rc = check_vocab(c->vocab, l->set, err, errlen)) != 0)
@@ -424,6 +434,12 @@ loader_close(struct loader *l)
 	free(l);
 }
 
+const char *
+loader_error(const struct loader *l)
+{
+	return l->err;
+}
+
 const struct shard_info *
 loader_info(const struct loader *l)
 {
@@ -453,6 +469,13 @@ loader_next(struct loader *l, struct bert_batch *b, int *masked)
 		buf = &l->bufs[0];
 		build(l, &l->pos, buf);
 	}
+	/* A bad shard stops the run at once, whether its batch came or the
+	 * background verifier found it. */
+	if (buf->error != 0 || shard_set_failed(l->set, l->err, sizeof l->err) != 0) {
+		if (buf->error != 0)
+			snprintf(l->err, sizeof l->err, "%s", buf->err);
+		return CADRE_ERR_IO;
+	}
 	advance(l, &l->pos);
 	b->B = l->c.batch;
 	b->T = (int)l->T;
@@ -481,8 +504,9 @@ loader_peek_masked(struct loader *l, int n)
 			uint32_t len, ts;
 			int32_t label;
 
-			shard_set_read(l->set, perm_at(l, pos.epoch, pos.consumed + i),
-			    l->peek_ids, &len, &ts, &label);
+			if (shard_set_read(l->set, perm_at(l, pos.epoch, pos.consumed + i),
+			    l->peek_ids, &len, &ts, &label, l->err, sizeof l->err) != 0)
+				return -1;
 			total += mask_seq(l, pos.epoch, pos.consumed + i, l->peek_ids, len, NULL);
 		}
 		advance(l, &pos);

@@ -51,6 +51,8 @@ struct loader_config {
 	int		 prefetch;	/* micro-batches prepared ahead by a
 					 * thread; 0: none, batches made
 					 * in loader_next() */
+	int		 verify_full;	/* check every shard in full at open,
+					 * trusting no verification record */
 };
 
 struct loader_pos {
@@ -61,9 +63,10 @@ struct loader_pos {
 
 struct loader;
 
-/* Opens and checks the shard set (headers, checksums, vocab hash, kind,
- * sequence length): 0, or a negative cadre_err with a message naming the
- * file in err. */
+/* Opens and checks the shard set (headers, vocab hash, kind, sequence
+ * length; the checksums and records now, or lazily for the shards the
+ * set's verification record vouches for: shard.h): 0, or a negative
+ * cadre_err with a message naming the file in err. */
 int loader_open(const struct loader_config *c, struct loader **out,
     char *err, size_t errlen);
 void loader_close(struct loader *l);
@@ -77,10 +80,14 @@ const struct shard_info *loader_info(const struct loader *l);
  * the NSP label or the class). *masked (when not NULL) gets the number of
  * labels != -100 in the batch. Returns 0 or a negative cadre_err. */
 int loader_next(struct loader *l, struct bert_batch *b, int *masked);
+/* Why loader_next() or loader_peek_masked() failed: a shard that failed
+ * its verification, named with the offset where one is known. */
+const char *loader_error(const struct loader *l);
 
 /* The number of labels != -100 in each of the next n micro-batches of
  * every rank, summed (for a loss normalised over the global batch):
- * computed without consuming them. */
+ * computed without consuming them. -1 when a shard failed its
+ * verification (loader_error()). */
 int64_t loader_peek_masked(struct loader *l, int n);
 
 /* The position of the next micro-batch, and back to one. */

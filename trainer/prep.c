@@ -67,6 +67,9 @@ prep_usage(FILE *f)
 "  --quiet               no progress or summary line\n"
 "  --info DIR            check a shard set as training would (against --vocab\n"
 "                        when given) and print its header\n"
+"  --verify meta|full    with --info: meta (default) trusts the set's\n"
+"                        verification record for unchanged shards, as training\n"
+"                        does; full checks every shard and rewrites the record\n"
 "  -h, --help            this text\n"
 "Exit status: 0 done, 1 error writing, 2 usage or bad input (nothing is left in DIR).\n");
 }
@@ -76,12 +79,13 @@ prep_usage(FILE *f)
 /* The header of a shard set, checked as the loader checks it (against
  * vocab too when given). */
 static int
-prep_info(const char *dir, const char *vocab)
+prep_info(const char *dir, const char *vocab, int verify_full)
 {
 	struct loader_config lc;
 	struct loader *l = NULL;
 	const struct shard_info *in;
 	char err[1024], hex[65];
+	double t0 = now_s(), opened;
 	uint32_t i;
 
 	memset(&lc, 0, sizeof lc);
@@ -89,10 +93,12 @@ prep_info(const char *dir, const char *vocab)
 	lc.vocab = vocab;
 	lc.batch = 1;
 	lc.nranks = 1;
+	lc.verify_full = verify_full;
 	if (loader_open(&lc, &l, err, sizeof err) != 0) {
 		fprintf(stderr, "cadre-train prep: %s\n", err);
 		return 2;
 	}
+	opened = now_s() - t0;
 	in = loader_info(l);
 	sha256_hex(in->vocab_sha256, 32, hex);
 	printf("shard set: %s\n", dir);
@@ -109,6 +115,7 @@ prep_info(const char *dir, const char *vocab)
 	printf("num_labels: %" PRIu32 "\n", in->num_labels);
 	for (i = 0; in->label_names != NULL && i < in->num_labels; i++)
 		printf("label %" PRIu32 ": %s\n", i, in->label_names[i]);
+	printf("opened in: %.3f s\n", opened);
 	loader_close(l);
 	return 0;
 }
@@ -229,6 +236,7 @@ prep_args(int argc, char **argv, struct prep_opts *o, const char **info_dir)
 		{ "label-field", required_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "info", required_argument, NULL, 'i' },
+		{ "verify", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -257,6 +265,14 @@ prep_args(int argc, char **argv, struct prep_opts *o, const char **info_dir)
 		case 'l': o->label_field = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'i': *info_dir = optarg; break;
+		case 'V':
+			if (strcmp(optarg, "full") != 0 && strcmp(optarg, "meta") != 0) {
+				fprintf(stderr, "cadre-train prep: --verify wants meta or full, not \"%s\"\n",
+				    optarg);
+				return 2;
+			}
+			o->verify_full = strcmp(optarg, "full") == 0;
+			break;
 		case 'f':
 			have_format = 1;
 			if (strcmp(optarg, "text") == 0)
@@ -363,7 +379,7 @@ cmd_prep(int argc, char **argv)
 	if ((parsed = prep_args(argc, argv, &o, &info_dir)) >= 0)
 		return parsed;
 	if (info_dir != NULL)
-		return prep_info(info_dir, o.vocab);
+		return prep_info(info_dir, o.vocab, o.verify_full);
 	{
 		struct stat st;
 		size_t l = strlen(o.out);

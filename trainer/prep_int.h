@@ -34,6 +34,7 @@ struct prep_opts {
 	uint64_t		 shard_size;
 	const char		*text_field, *text_b_field, *label_field;
 	int			 quiet;
+	int			 verify_full;	/* --info --verify full */
 };
 
 /* What one input line gave: a document break, a sentence, or an example. */

@@ -157,6 +157,12 @@ prep_write_set(const struct prep_opts *o, const struct tokenizer *tok,
 			goto out;
 		}
 	}
+	/* The set's verification record: the loader's later starts open it
+	 * by its headers and verify the rest lazily (shard.h). */
+	if (shard_set_record(tmp, (uint32_t)nshards, err, sizeof err) != 0) {
+		fprintf(stderr, "cadre-train prep: %s\n", err);
+		goto out;
+	}
 	if (rename(tmp, o->out) != 0) {
 		fprintf(stderr, "cadre-train prep: renaming %s to %s: %s\n", tmp, o->out,
 		    strerror(errno));

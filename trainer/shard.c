@@ -9,9 +9,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "filerec.h"
 #include "sha256.h"
 #include "shard.h"
 #include "strutil.h"
@@ -441,13 +444,85 @@ fail:
 	return CADRE_ERR_INVALID;
 }
 
+/* The SHA-256 at the end of a shard against the bytes before it, in
+ * 16 MiB pieces, giving up (CADRE_ERR_CANCELLED) when *stop (not NULL)
+ * is set between them: the background verifier of a set being closed. */
+static int
+check_sum(const char *name, const uint8_t *data, size_t len,
+    const atomic_int *stop, char *err, size_t errlen)
+{
+	struct sha256_ctx c;
+	uint8_t digest[SHA256_DIGEST_LEN];
+	size_t off, n, body = len - SHA256_DIGEST_LEN;
+
+	sha256_init(&c);
+	for (off = 0; off < body; off += n) {
+		if (stop != NULL && atomic_load(stop)) {
+			sha256_discard(&c);
+			return CADRE_ERR_CANCELLED;
+		}
+		n = body - off < ((size_t)16 << 20) ? body - off : (size_t)16 << 20;
+		sha256_update(&c, data + off, n);
+	}
+	sha256_final(&c, digest);
+	if (memcmp(digest, data + body, SHA256_DIGEST_LEN) != 0) {
+		snprintf(err, errlen, "%s: checksum mismatch: the file is corrupt or truncated; " REDO,
+		    name);
+		return CADRE_ERR_IO;
+	}
+	return 0;
+}
+
+/* Every record of a shard whose header in describes: an error names the
+ * record and its byte offset in the file. */
+static int
+check_records(const char *name, const uint8_t *data,
+    const struct shard_info *in, uint64_t roff, char *err, size_t errlen)
+{
+	size_t rsz = shard_record_size(in), k;
+	char where[4200];
+	uint64_t i;
+	int rc;
+
+	for (i = 0; i < in->sequences; i++) {
+		const uint8_t *r = data + roff + i * rsz;
+
+		rc = check_record(name, in, i, get32(r), get32(r + 4),
+		    (int32_t)get32(r + 8), r + SHARD_RECORD_HEAD, NULL, err, errlen);
+		if (rc != 0) {
+			/* Again, to name the offset (formatted only now:
+			 * sets have millions of records). */
+			snprintf(where, sizeof where, "%s: byte %" PRIu64, name, roff + i * rsz);
+			return check_record(where, in, i, get32(r), get32(r + 4),
+			    (int32_t)get32(r + 8), r + SHARD_RECORD_HEAD, NULL, err, errlen);
+		}
+		for (k = SHARD_RECORD_HEAD + (size_t)in->id_bytes * in->seq_len; k < rsz; k++) {
+			if (r[k] != 0) {
+				snprintf(where, sizeof where, "%s: byte %" PRIu64, name,
+				    roff + i * rsz);
+				snprintf(err, errlen, "%s: record %" PRIu64 ": padding is not zero; " REDO,
+				    where, i);
+				return CADRE_ERR_INVALID;
+			}
+		}
+	}
+	return 0;
+}
+
 int
 shard_parse(const char *name, const uint8_t *data, size_t len,
     int verify_checksum, struct shard_info *info, char *err, size_t errlen)
 {
+	return shard_parse_checks(name, data, len, SHARD_CHECK_RECORDS |
+	    (verify_checksum ? SHARD_CHECK_SUM : 0), info, err, errlen);
+}
+
+int
+shard_parse_checks(const char *name, const uint8_t *data, size_t len,
+    int checks, struct shard_info *info, char *err, size_t errlen)
+{
 	struct shard_info in;
-	uint8_t digest[SHA256_DIGEST_LEN];
-	uint64_t loff, lsize, roff, rsize, expect, i;
+	uint64_t loff, lsize, roff, rsize, expect;
 	uint32_t version, rsz, t;
 	int rc;
 
@@ -528,14 +603,8 @@ shard_parse(const char *name, const uint8_t *data, size_t len,
 		    len, expect);
 		return CADRE_ERR_IO;
 	}
-	if (verify_checksum) {
-		sha256(data, len - SHA256_DIGEST_LEN, digest);
-		if (memcmp(digest, data + len - SHA256_DIGEST_LEN, SHA256_DIGEST_LEN) != 0) {
-			snprintf(err, errlen, "%s: checksum mismatch: the file is corrupt or truncated; " REDO,
-			    name);
-			return CADRE_ERR_IO;
-		}
-	}
+	if ((checks & SHARD_CHECK_SUM) && (rc = check_sum(name, data, len, NULL, err, errlen)) != 0)
+		return rc;
 	if (in.kind == SHARD_CLASSIFY && lsize == 0) {
 		snprintf(err, errlen, "%s: labels_size: 0, but a classify shard names its labels; " REDO,
 		    name);
@@ -551,23 +620,9 @@ shard_parse(const char *name, const uint8_t *data, size_t len,
 			goto fail;
 		}
 	}
-	for (i = 0; i < in.sequences; i++) {
-		const uint8_t *r = data + roff + i * rsz;
-		size_t k;
-
-		rc = check_record(name, &in, i, get32(r), get32(r + 4),
-		    (int32_t)get32(r + 8), r + SHARD_RECORD_HEAD, NULL, err, errlen);
-		if (rc != 0)
-			goto fail;
-		for (k = SHARD_RECORD_HEAD + (size_t)in.id_bytes * in.seq_len; k < rsz; k++) {
-			if (r[k] != 0) {
-				snprintf(err, errlen, "%s: record %" PRIu64 ": padding is not zero; " REDO,
-				    name, i);
-				rc = CADRE_ERR_INVALID;
-				goto fail;
-			}
-		}
-	}
+	if ((checks & SHARD_CHECK_RECORDS) &&
+	    (rc = check_records(name, data, &in, roff, err, errlen)) != 0)
+		goto fail;
 	*info = in;
 	return 0;
 fail:
@@ -575,12 +630,13 @@ fail:
 	return rc;
 }
 
-int
-shard_open(const char *path, struct shard_file **out, char *err,
-    size_t errlen)
+/* Maps path and checks what checks asks (SHARD_CHECK_*; the header and
+ * size always); *sb: its metadata. */
+static int
+open_checked(const char *path, int checks, struct shard_file **out,
+    struct stat *sb, char *err, size_t errlen)
 {
 	struct shard_file *f = NULL;
-	struct stat st;
 	void *map;
 	int fd, rc;
 
@@ -590,22 +646,22 @@ shard_open(const char *path, struct shard_file **out, char *err,
 		    errno == ENOENT ? "; make shards with cadre-train prep" : "");
 		return errno == ENOENT ? CADRE_ERR_NOT_FOUND : CADRE_ERR_SYSTEM;
 	}
-	if (fstat(fd, &st) != 0) {
+	if (fstat(fd, sb) != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
 		return CADRE_ERR_SYSTEM;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(sb->st_mode)) {
 		snprintf(err, errlen, "%s: not a regular file", path);
 		close(fd);
 		return CADRE_ERR_INVALID;
 	}
-	if (st.st_size == 0) {
+	if (sb->st_size == 0) {
 		snprintf(err, errlen, "%s: truncated: the file is empty; " REDO, path);
 		close(fd);
 		return CADRE_ERR_IO;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	map = mmap(NULL, (size_t)sb->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
 		snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
@@ -614,16 +670,28 @@ shard_open(const char *path, struct shard_file **out, char *err,
 	f = xcalloc(1, sizeof *f);
 	f->path = xstrdup(path);
 	f->map = map;
-	f->size = (size_t)st.st_size;
-	rc = shard_parse(path, f->map, f->size, 1, &f->info, err, errlen);
+	f->size = (size_t)sb->st_size;
+	pthread_mutex_init(&f->mu, NULL);
+	rc = shard_parse_checks(path, f->map, f->size, checks, &f->info, err, errlen);
 	if (rc != 0) {
 		shard_close(f);
 		return rc;
 	}
 	f->record_size = shard_record_size(&f->info);
 	f->records = f->map + get64(f->map + H_RECORDS_OFF);
+	atomic_store(&f->state, checks == SHARD_CHECK_ALL ? SHARD_FILE_OK :
+	    SHARD_FILE_PENDING);
 	*out = f;
 	return 0;
+}
+
+int
+shard_open(const char *path, struct shard_file **out, char *err,
+    size_t errlen)
+{
+	struct stat sb;
+
+	return open_checked(path, SHARD_CHECK_ALL, out, &sb, err, errlen);
 }
 
 void
@@ -633,9 +701,48 @@ shard_close(struct shard_file *f)
 		return;
 	if (f->map != NULL)
 		munmap((void *)f->map, f->size);
+	pthread_mutex_destroy(&f->mu);
 	shard_info_free(&f->info);
+	free(f->bad);
 	free(f->path);
 	free(f);
+}
+
+/*
+ * The checks a lazily opened file still owes (checksum, records), once:
+ * 0 when they pass (or passed), else the error that failed them, kept in
+ * f->bad for every later caller. A verification stopped by *stop leaves
+ * the file pending.
+ */
+static int
+verify_file(struct shard_file *f, const atomic_int *stop, char *err,
+    size_t errlen)
+{
+	int rc = 0;
+
+	if (atomic_load(&f->state) == SHARD_FILE_OK)
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	if (atomic_load(&f->state) == SHARD_FILE_PENDING) {
+		char msg[4400];
+
+		rc = check_sum(f->path, f->map, f->size, stop, msg, sizeof msg);
+		if (rc == 0)
+			rc = check_records(f->path, f->map, &f->info,
+			    (uint64_t)(f->records - f->map), msg, sizeof msg);
+		if (rc == 0)
+			atomic_store(&f->state, SHARD_FILE_OK);
+		else if (rc != CADRE_ERR_CANCELLED) {
+			f->bad = xstrdup(msg);
+			atomic_store(&f->state, SHARD_FILE_BAD);
+		}
+	}
+	if (atomic_load(&f->state) == SHARD_FILE_BAD) {
+		snprintf(err, errlen, "%s", f->bad);
+		rc = CADRE_ERR_IO;
+	}
+	pthread_mutex_unlock(&f->mu);
+	return rc;
 }
 
 void
@@ -677,17 +784,44 @@ same_set(const struct shard_info *a, const struct shard_info *b)
 	return 1;
 }
 
-int
-shard_set_open(const char *dir, struct shard_set **out, char *err,
-    size_t errlen)
+/* Verifies the lazily opened shards in order until done, stopped, or one
+ * fails (the readers and shard_set_failed() then report it). */
+static void *
+verifier(void *arg)
 {
+	struct shard_set *s = arg;
+	char err[64];
+	uint32_t i;
+
+	for (i = 0; i < s->info.shards && !atomic_load(&s->stop); i++)
+		if (verify_file(s->files[i], &s->stop, err, sizeof err) == CADRE_ERR_IO) {
+			atomic_store(&s->failed, (int)i + 1);
+			break;
+		}
+	return NULL;
+}
+
+static void
+checksum_hex(const struct shard_file *f, char hex[65])
+{
+	sha256_hex(f->map + f->size - SHA256_DIGEST_LEN, SHA256_DIGEST_LEN, hex);
+}
+
+int
+shard_set_open(const char *dir, enum shard_verify verify,
+    struct shard_set **out, char *err, size_t errlen)
+{
+	struct filerec_set rec, now;
+	const struct filerec *r;
 	struct shard_set *s;
 	struct stat st;
-	char *path = NULL;
+	char *path = NULL, name[32], hex[65], why[512];
 	uint32_t i;
-	int rc;
+	int rc, checks, full = 0, lazy = 0;
 
 	*out = NULL;
+	memset(&rec, 0, sizeof rec);
+	memset(&now, 0, sizeof now);
 	if (stat(dir, &st) != 0) {
 		snprintf(err, errlen, "%s: %s; make a shard set with cadre-train prep --out %s",
 		    dir, strerror(errno), dir);
@@ -698,52 +832,150 @@ shard_set_open(const char *dir, struct shard_set **out, char *err,
 		    dir);
 		return CADRE_ERR_INVALID;
 	}
+	/* A record that cannot be read only costs the full check. */
+	xasprintf(&path, "%s/" SHARD_RECORD_FILE, dir);
+	if (verify == SHARD_VERIFY_META)
+		(void)filerec_load(path, &rec, why, sizeof why);
 	s = xcalloc(1, sizeof *s);
 	s->dir = xstrdup(dir);
 	s->files = xcalloc(1, sizeof *s->files);
-	xasprintf(&path, "%s/shard-00000.bin", dir);
-	if ((rc = shard_open(path, &s->files[0], err, errlen)) != 0)
-		goto fail;
-	if (s->files[0]->info.shard_index != 0) {
-		snprintf(err, errlen, "%s: shard_index: %" PRIu32 " in the file of shard 0; " REDO,
-		    path, s->files[0]->info.shard_index);
-		rc = CADRE_ERR_INVALID;
-		goto fail;
-	}
-	s->info = s->files[0]->info;
-	s->info.label_names = NULL;
-	s->files = xreallocarray(s->files, s->info.shards, sizeof *s->files);
-	memset(s->files + 1, 0, (s->info.shards - 1) * sizeof *s->files);
-	s->first = xcalloc(s->info.shards + 1, sizeof *s->first);
-	s->info.sequences = 0;
-	for (i = 0; i < s->info.shards; i++) {
-		if (i > 0) {
-			free(path);
-			xasprintf(&path, "%s/shard-%05" PRIu32 ".bin", dir, i);
-			if ((rc = shard_open(path, &s->files[i], err, errlen)) != 0)
+	for (i = 0; i == 0 || i < s->info.shards; i++) {
+		snprintf(name, sizeof name, "shard-%05" PRIu32 ".bin", i);
+		free(path);
+		xasprintf(&path, "%s/%s", dir, name);
+		/* Metadata the record vouches for: the header now, the
+		 * rest on first read or by the verifier. */
+		checks = SHARD_CHECK_ALL;
+		if ((r = filerec_find(&rec, name)) != NULL && lstat(path, &st) == 0 &&
+		    filerec_same(r, &st))
+			checks = 0;
+		if ((rc = open_checked(path, checks, &s->files[i], &st, err, errlen)) != 0)
+			goto fail;
+		checksum_hex(s->files[i], hex);
+		if (checks == 0 && strcmp(hex, r->sha256) != 0) {
+			/* Changed behind unchanged metadata: check it all. */
+			shard_close(s->files[i]);
+			s->files[i] = NULL;
+			if ((rc = open_checked(path, SHARD_CHECK_ALL, &s->files[i], &st, err,
+			    errlen)) != 0)
 				goto fail;
-			if (s->files[i]->info.shard_index != i ||
-			    !same_set(&s->files[0]->info, &s->files[i]->info)) {
-				snprintf(err, errlen, "%s: its header (shard_index, kind, seq_len, vocab or labels) does not match %s/shard-00000.bin's: the directory mixes shard sets; " REDO,
-				    path, dir);
+			checks = SHARD_CHECK_ALL;
+		}
+		full += checks != 0;
+		lazy += checks == 0;
+		filerec_add(&now, name, &st, hex);
+		if (i == 0) {
+			if (s->files[0]->info.shard_index != 0) {
+				snprintf(err, errlen, "%s: shard_index: %" PRIu32 " in the file of shard 0; " REDO,
+				    path, s->files[0]->info.shard_index);
 				rc = CADRE_ERR_INVALID;
 				goto fail;
 			}
+			s->info = s->files[0]->info;
+			s->info.label_names = NULL;
+			s->files = xreallocarray(s->files, s->info.shards, sizeof *s->files);
+			memset(s->files + 1, 0, (s->info.shards - 1) * sizeof *s->files);
+			s->first = xcalloc(s->info.shards + 1, sizeof *s->first);
+			s->info.sequences = 0;
+		} else if (s->files[i]->info.shard_index != i ||
+		    !same_set(&s->files[0]->info, &s->files[i]->info)) {
+			snprintf(err, errlen, "%s: its header (shard_index, kind, seq_len, vocab or labels) does not match %s/shard-00000.bin's: the directory mixes shard sets; " REDO,
+			    path, dir);
+			rc = CADRE_ERR_INVALID;
+			goto fail;
 		}
 		s->first[i] = s->info.sequences;
 		s->info.sequences += s->files[i]->info.sequences;
 	}
 	s->first[s->info.shards] = s->info.sequences;
 	s->info.label_names = s->files[0]->info.label_names;
+	/* The first full check leaves a record for the next start; a set in
+	 * a directory this process cannot write is checked in full again. */
+	if (full > 0) {
+		free(path);
+		xasprintf(&path, "%s/" SHARD_RECORD_FILE, dir);
+		(void)filerec_save(path, &now);
+	}
+	if (lazy > 0) {
+		if (pthread_create(&s->thread, NULL, verifier, s) != 0) {
+			snprintf(err, errlen, "%s: cannot start the shard verifier: %s",
+			    dir, strerror(errno));
+			rc = CADRE_ERR_SYSTEM;
+			goto fail;
+		}
+		s->running = 1;
+	}
 	free(path);
+	filerec_free(&rec);
+	filerec_free(&now);
 	*out = s;
 	return 0;
 fail:
 	free(path);
+	filerec_free(&rec);
+	filerec_free(&now);
 	if (s->info.shards == 0)
 		s->info.shards = 1;
 	shard_set_close(s);
 	return rc;
+}
+
+int
+shard_set_record(const char *dir, uint32_t shards, char *err, size_t errlen)
+{
+	struct filerec_set now;
+	struct stat st;
+	uint8_t sum[SHA256_DIGEST_LEN];
+	char *path = NULL, name[32], hex[65];
+	uint32_t i;
+	int fd, rc = 0;
+
+	memset(&now, 0, sizeof now);
+	for (i = 0; i < shards && rc == 0; i++) {
+		snprintf(name, sizeof name, "shard-%05" PRIu32 ".bin", i);
+		free(path);
+		xasprintf(&path, "%s/%s", dir, name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
+		    st.st_size < SHA256_DIGEST_LEN ||
+		    pread(fd, sum, sizeof sum, st.st_size - SHA256_DIGEST_LEN) != (ssize_t)sizeof sum)
+			rc = cadre_errf(err, errlen, CADRE_ERR_SYSTEM, "%s: %s", path,
+			    strerror(errno));
+		else {
+			sha256_hex(sum, sizeof sum, hex);
+			filerec_add(&now, name, &st, hex);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	free(path);
+	xasprintf(&path, "%s/" SHARD_RECORD_FILE, dir);
+	if (rc == 0 && (rc = filerec_save(path, &now)) != 0)
+		cadre_errf(err, errlen, rc, "%s: %s", path, strerror(errno));
+	free(path);
+	filerec_free(&now);
+	return rc;
+}
+
+int
+shard_set_failed(const struct shard_set *s, char *err, size_t errlen)
+{
+	int i = atomic_load(&s->failed);
+
+	if (i == 0)
+		return 0;
+	return verify_file(s->files[i - 1], NULL, err, errlen);
+}
+
+int
+shard_set_wait(struct shard_set *s, char *err, size_t errlen)
+{
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < s->info.shards; i++)
+		if ((rc = verify_file(s->files[i], NULL, err, errlen)) != 0)
+			return rc;
+	return 0;
 }
 
 void
@@ -753,6 +985,10 @@ shard_set_close(struct shard_set *s)
 
 	if (s == NULL)
 		return;
+	if (s->running) {
+		atomic_store(&s->stop, 1);
+		pthread_join(s->thread, NULL);
+	}
 	for (i = 0; s->files != NULL && i < s->info.shards; i++)
 		shard_close(s->files[i]);
 	free(s->files);
@@ -761,11 +997,13 @@ shard_set_close(struct shard_set *s)
 	free(s);
 }
 
-void
+int
 shard_set_read(const struct shard_set *s, uint64_t g, int32_t *ids,
-    uint32_t *len, uint32_t *type_start, int32_t *label)
+    uint32_t *len, uint32_t *type_start, int32_t *label, char *err,
+    size_t errlen)
 {
 	uint32_t lo = 0, hi = s->info.shards;
+	int rc;
 
 	/* The last file whose first record is <= g. */
 	while (hi - lo > 1) {
@@ -776,5 +1014,9 @@ shard_set_read(const struct shard_set *s, uint64_t g, int32_t *ids,
 		else
 			hi = mid;
 	}
+	/* Nothing of a shard is used before all of it checked out. */
+	if ((rc = verify_file(s->files[lo], NULL, err, errlen)) != 0)
+		return rc;
 	shard_read(s->files[lo], g - s->first[lo], ids, len, type_start, label);
+	return 0;
 }

@@ -13,6 +13,8 @@
 #ifndef CADRE_SHARD_H
 #define CADRE_SHARD_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,9 +87,23 @@ int shard_write(const char *path, const struct shard_info *info,
  */
 int shard_parse(const char *name, const uint8_t *data, size_t len,
     int verify_checksum, struct shard_info *info, char *err, size_t errlen);
+/* shard_parse() with the checks that read the whole file chosen: the
+ * checksum, every record; the header, labels and size are always
+ * checked. Record errors name the byte offset: "NAME: byte N: record I:
+ * ...". */
+#define SHARD_CHECK_SUM		1
+#define SHARD_CHECK_RECORDS	2
+#define SHARD_CHECK_ALL		(SHARD_CHECK_SUM | SHARD_CHECK_RECORDS)
+int shard_parse_checks(const char *name, const uint8_t *data, size_t len,
+    int checks, struct shard_info *info, char *err, size_t errlen);
 void shard_info_free(struct shard_info *info);
 
-/* One shard file, mapped read-only and checked by shard_parse(). */
+/* Where a shard file's checksum and records stand. */
+enum { SHARD_FILE_PENDING = 0, SHARD_FILE_OK = 1, SHARD_FILE_BAD = 2 };
+
+/* One shard file, mapped read-only and checked by shard_parse(): in full
+ * (state OK), or its header only, the rest owed (PENDING: a shard set's
+ * file that its verification record vouches for). */
 struct shard_file {
 	char		*path;
 	struct shard_info info;
@@ -95,6 +111,9 @@ struct shard_file {
 	size_t		 size;
 	const uint8_t	*records;
 	size_t		 record_size;
+	atomic_int	 state;
+	pthread_mutex_t	 mu;	/* held while the owed checks run */
+	char		*bad;	/* why they failed */
 };
 
 int shard_open(const char *path, struct shard_file **out, char *err,
@@ -108,21 +127,50 @@ void shard_read(const struct shard_file *f, uint64_t i, int32_t *ids,
 
 /*
  * A whole shard set: DIR/shard-00000.bin says how many shards there are;
- * every one is opened and checked, and must agree with the first on kind,
- * seq_len, vocab, specials and labels. info.sequences is the total.
+ * every one is opened and must agree with the first on kind, seq_len,
+ * vocab, specials and labels. info.sequences is the total.
+ *
+ * Verification: DIR/verified.rec (common/filerec.h; written by prep and by
+ * the first full check) lists each shard's size, mtime, ctime, inode,
+ * device and checksum. A shard whose metadata and checksum match its line
+ * is opened by its header alone and verified lazily: by a background
+ * thread, in order, and by the first read of one of its records, which
+ * waits for it; nothing of a shard is read before all of it checked out.
+ * Other shards, and all of them with SHARD_VERIFY_FULL, are checked in
+ * full when the set opens.
  */
+#define SHARD_RECORD_FILE	"verified.rec"
+
+enum shard_verify { SHARD_VERIFY_META, SHARD_VERIFY_FULL };
+
 struct shard_set {
 	char			*dir;
 	struct shard_info	 info;
 	struct shard_file	**files;
 	uint64_t		*first;	/* global index of each file's record 0 */
+	pthread_t		 thread;	/* the background verifier */
+	int			 running;
+	atomic_int		 stop;
+	atomic_int		 failed;	/* 1 + the shard it found bad */
 };
 
-int shard_set_open(const char *dir, struct shard_set **out, char *err,
-    size_t errlen);
+int shard_set_open(const char *dir, enum shard_verify verify,
+    struct shard_set **out, char *err, size_t errlen);
 void shard_set_close(struct shard_set *s);
-/* Record g (< info.sequences) of the set, as shard_read(). */
-void shard_set_read(const struct shard_set *s, uint64_t g, int32_t *ids,
-    uint32_t *len, uint32_t *type_start, int32_t *label);
+/* Record g (< info.sequences) of the set, as shard_read(), once its shard
+ * is verified: 0, or CADRE_ERR_IO with the shard's error (naming the file
+ * and, for a bad record, its byte offset) in err. */
+int shard_set_read(const struct shard_set *s, uint64_t g, int32_t *ids,
+    uint32_t *len, uint32_t *type_start, int32_t *label, char *err,
+    size_t errlen);
+/* 0 unless the background verifier found a bad shard: then CADRE_ERR_IO
+ * and its error in err. */
+int shard_set_failed(const struct shard_set *s, char *err, size_t errlen);
+/* Verifies every shard still owed, now: 0 or the first error. */
+int shard_set_wait(struct shard_set *s, char *err, size_t errlen);
+/* Writes DIR/verified.rec for shards 0..shards-1 just written (prep):
+ * their metadata and the checksums at their ends, nothing read again. */
+int shard_set_record(const char *dir, uint32_t shards, char *err,
+    size_t errlen);
 
 #endif

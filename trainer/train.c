@@ -316,6 +316,20 @@ struct step_out {
 	float	lr;
 };
 
+/* A shard failed its verification: the run stops before it trains on
+ * it, naming the shard (and the offset where one is known). */
+static void
+data_failed(struct run *r)
+{
+	char	msg[1200];
+
+	snprintf(msg, sizeof msg, "reading the next batch failed: %s",
+	    loader_error(r->l));
+	mx_error(r->mx, "data", msg);
+	fprintf(stderr, "cadre-train: %s\n", msg);
+	dist_abort(&r->d, TRAIN_EXIT_ERROR);
+}
+
 /* run_step on the GPU: the same micro-batches, the gradients summed by
  * NCCL during the last backward, the optimizer on the device. */
 static void
@@ -332,11 +346,8 @@ run_step_gpu(struct run *r, int64_t s, struct step_out *so, int64_t Mg,
 		uint64_t		mb = ((uint64_t)s * (uint64_t)r->A + (uint64_t)u) *
 		    (uint64_t)r->d.nranks + (uint64_t)r->d.rank;
 
-		if (loader_next(r->l, &bb, &masked) != 0) {
-			mx_error(r->mx, "data", "reading the next batch failed");
-			fprintf(stderr, "cadre-train: reading the next batch failed\n");
-			dist_abort(&r->d, TRAIN_EXIT_ERROR);
-		}
+		if (loader_next(r->l, &bb, &masked) != 0)
+			data_failed(r);
 		if (gpu_micro_step(r->gpu, &bb, mb, 1, mlm_scale, seq_scale,
 		    u == r->A - 1, &go) != 0) {
 			mx_error(r->mx, "data", "a batch the GPU path refused");
@@ -370,6 +381,9 @@ run_step(struct run *r, int64_t s, struct step_out *so)
 	float		seq_scale = r->tc.task == TASK_MLM ? 0.0f : 1.0f / (float)r->gB;
 	int		u, masked;
 
+	if (Mg < 0)
+		data_failed(r);
+
 	so->lr = optim_lr(&r->o, r->o.t);
 	if (r->gpu != NULL) {
 		run_step_gpu(r, s, so, Mg, mlm_scale, seq_scale);
@@ -383,11 +397,8 @@ run_step(struct run *r, int64_t s, struct step_out *so)
 		uint64_t		mb = ((uint64_t)s * (uint64_t)r->A + (uint64_t)u) *
 		    (uint64_t)r->d.nranks + (uint64_t)r->d.rank;
 
-		if (loader_next(r->l, &bb, &masked) != 0) {
-			mx_error(r->mx, "data", "reading the next batch failed");
-			fprintf(stderr, "cadre-train: reading the next batch failed\n");
-			dist_abort(&r->d, TRAIN_EXIT_ERROR);
-		}
+		if (loader_next(r->l, &bb, &masked) != 0)
+			data_failed(r);
 		bert_forward_scaled(&r->m, &bb, mb, 1, mlm_scale, seq_scale);
 		sums[0] += r->m.mlm_sum;
 		sums[1] += r->m.seq_sum;

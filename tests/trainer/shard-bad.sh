@@ -1,7 +1,7 @@
 #!/bin/sh
 # Bad shards and bad prep input get exact errors, exit 2, and leave no
-# shard set behind: a truncated shard, a flipped byte (checksum), a
-# missing shard, another vocab; TSV and JSON lines without a label or
+# shard set behind: a truncated shard, a flipped byte (checksum), an id
+# outside the vocab (named with its byte offset), a missing shard, another vocab; TSV and JSON lines without a label or
 # field, not an object, not JSON, a line over 1 MiB, a missing file, no
 # sequences, an --out that exists.
 set -u
@@ -64,6 +64,21 @@ printf "$(printf '\\%03o' $new)" | dd of="$work/flip/$s0" bs=1 seek=$off conv=no
 cmp -s "$work/good/$s0" "$work/flip/$s0" && fail "the byte was not flipped"
 expect "flipped byte" "cadre-train prep: $work/flip/$s0: checksum mismatch: the file is corrupt or truncated; run cadre-train prep again" \
     prep --info "$work/flip"
+
+# A token id outside the vocab under a checksum that matches (a bad
+# writer, not a bad disk): the error names the record and its byte offset.
+copy badid
+if python3 -c 'import hashlib, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[402:404] = b"\xff\xff"
+b[-32:] = hashlib.sha256(b[:-32]).digest()
+open(p, "wb").write(b)' "$work/badid/$s0"; then
+	expect "an id outside the vocab, at its offset" "cadre-train prep: $work/badid/$s0: byte 388: record 3: token 1: id 65535 is outside the vocab; run cadre-train prep again" \
+	    prep --info "$work/badid"
+else
+	fail "python3 could not rewrite $work/badid/$s0"
+fi
 
 copy missing
 rm "$work/missing/shard-00001.bin"

@@ -178,7 +178,7 @@ test_roundtrip(void)
 	for (ib = 2; ib <= 4; ib += 2) {
 		snprintf(dir, sizeof dir, "%s/rt%u", tmpdir, ib);
 		make_set(dir, SHARD_CLASSIFY, 64, 50, 3, ib);
-		rc = shard_set_open(dir, &s, err, sizeof err);
+		rc = shard_set_open(dir, SHARD_VERIFY_META, &s, err, sizeof err);
 		EXPECT(rc == 0, "shard_set_open: %s", err);
 		if (rc != 0)
 			continue;
@@ -189,7 +189,7 @@ test_roundtrip(void)
 		EXPECT(s->info.label_names != NULL && strcmp(s->info.label_names[2], "pos") == 0,
 		    "label names");
 		for (g = 0; g < 50; g++) {
-			shard_set_read(s, g, ids, &len, &ts, &label);
+			EXPECT(shard_set_read(s, g, ids, &len, &ts, &label, err, sizeof err) == 0, "read: %s", err);
 			EXPECT(ids[0] == 2 && ids[1] == (int32_t)(10 + g % 900) &&
 			    ids[len - 1] == 3 && ts == len / 2 && label == (int32_t)(g % 3) &&
 			    (len == 64 || ids[len] == 0),

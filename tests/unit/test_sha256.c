@@ -17,16 +17,6 @@ check_digest(const uint8_t digest[SHA256_DIGEST_LEN], const char *want)
 	ck_assert_str_eq(hex, want);
 }
 
-/* The loop tests run with _i 0 on the portable C path, 1 on the path the
- * CPU gets (the SHA extensions where it has them). */
-static void
-set_path(int i)
-{
-	sha256_force_portable(i == 0);
-	if (i == 0)
-		ck_assert_str_eq(sha256_impl(), "portable");
-}
-
 static void
 check_oneshot(const char *msg, const char *want)
 {
@@ -39,7 +29,6 @@ check_oneshot(const char *msg, const char *want)
 /* FIPS 180-2 appendix B and the NIST example values. */
 START_TEST(test_fips_abc)
 {
-	set_path(_i);
 	check_oneshot("abc",
 	    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
@@ -49,7 +38,6 @@ START_TEST(test_fips_empty)
 {
 	uint8_t	d[SHA256_DIGEST_LEN];
 
-	set_path(_i);
 	check_oneshot("",
 	    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	sha256(NULL, 0, d);
@@ -60,7 +48,6 @@ END_TEST
 
 START_TEST(test_fips_448_bits)
 {
-	set_path(_i);
 	check_oneshot("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
 	    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
@@ -68,7 +55,6 @@ END_TEST
 
 START_TEST(test_fips_896_bits)
 {
-	set_path(_i);
 	check_oneshot("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmn"
 	    "hijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
 	    "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
@@ -84,7 +70,6 @@ START_TEST(test_fips_million_a)
 	char			*a;
 	size_t			 i;
 
-	set_path(_i);
 	a = malloc(1000000);
 	memset(a, 'a', 1000000);
 	sha256(a, 1000000, d);
@@ -126,7 +111,6 @@ START_TEST(test_padding_boundaries)
 	char			x[128];
 	size_t			i, j;
 
-	set_path(_i);
 	memset(x, 'x', sizeof x);
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		sha256(x, cases[i].n, d);
@@ -157,97 +141,6 @@ START_TEST(test_hex_prefix)
 }
 END_TEST
 
-static uint8_t *
-pseudo_random(size_t n)
-{
-	uint8_t		*p = malloc(n);
-	uint32_t	 x = 1;
-	size_t		 i;
-
-	ck_assert_ptr_nonnull(p);
-	for (i = 0; i < n; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-	return p;
-}
-
-/* Both paths agree at every length 0..200 (every padding case, one to
- * four blocks), in one piece and in pieces handed from one path to the
- * other mid-message, and on 3 MiB + 77 bytes. */
-START_TEST(test_paths_agree)
-{
-	size_t		 big = (3u << 20) + 77, n, k;
-	uint8_t		*buf = pseudo_random(big), a[SHA256_DIGEST_LEN],
-			 b[SHA256_DIGEST_LEN];
-	struct sha256_ctx c;
-
-	for (n = 0; n <= 200; n++) {
-		sha256_force_portable(1);
-		sha256(buf, n, a);
-		sha256_force_portable(0);
-		sha256(buf, n, b);
-		ck_assert_msg(memcmp(a, b, sizeof a) == 0, "%zu bytes: the paths differ", n);
-		sha256_init(&c);
-		for (k = 0; k < n; k += 67) {
-			sha256_force_portable(k / 67 % 2);
-			sha256_update(&c, buf + k, n - k < 67 ? n - k : 67);
-		}
-		sha256_final(&c, b);
-		ck_assert_msg(memcmp(a, b, sizeof a) == 0, "%zu bytes in pieces differ", n);
-	}
-	sha256_force_portable(1);
-	sha256(buf, big, a);
-	sha256_force_portable(0);
-	sha256(buf, big, b);
-	ck_assert_msg(memcmp(a, b, sizeof a) == 0, "%zu bytes: the paths differ", big);
-	free(buf);
-}
-END_TEST
-
-/* CADRE_SHA256_PORTABLE=1 is read at the first hash of a process: each
- * test runs in a process of its own unless CK_FORK=no. */
-START_TEST(test_env_portable)
-{
-	const char	*f = getenv("CK_FORK");
-	uint8_t		 d[SHA256_DIGEST_LEN];
-
-	if (f != NULL && strcmp(f, "no") == 0)
-		return;
-	setenv("CADRE_SHA256_PORTABLE", "1", 1);
-	ck_assert_str_eq(sha256_impl(), "portable");
-	sha256("abc", 3, d);
-	check_digest(d,
-	    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	unsetenv("CADRE_SHA256_PORTABLE");
-	/* read once: still portable */
-	ck_assert_str_eq(sha256_impl(), "portable");
-}
-END_TEST
-
-/* Not a test of speed (nothing is asserted of it): the figures for the
- * log, e.g. "sha256 MB/s: portable 110, sha-ni 1500". Sanitizer builds
- * are several times slower. */
-START_TEST(test_speed_report)
-{
-	size_t	 n = 32u << 20;
-	uint8_t	*buf = pseudo_random(n), d[2][SHA256_DIGEST_LEN];
-	double	 t0, mbs[2];
-	int	 i;
-
-	for (i = 0; i < 2; i++) {
-		sha256_force_portable(i == 0);
-		t0 = unit_now();
-		sha256(buf, n, d[i]);
-		mbs[i] = (double)n / 1e6 / (unit_now() - t0);
-	}
-	ck_assert(memcmp(d[0], d[1], sizeof d[0]) == 0);
-	printf("sha256 MB/s: portable %.0f, %s %.0f\n", mbs[0], sha256_impl(), mbs[1]);
-	fflush(stdout);
-	free(buf);
-}
-END_TEST
-
 static Suite *
 sha256_suite(void)
 {
@@ -255,16 +148,13 @@ sha256_suite(void)
 	TCase	*tc = tcase_create("core");
 
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_fips_abc, 0, 2);
-	tcase_add_loop_test(tc, test_fips_empty, 0, 2);
-	tcase_add_loop_test(tc, test_fips_448_bits, 0, 2);
-	tcase_add_loop_test(tc, test_fips_896_bits, 0, 2);
-	tcase_add_loop_test(tc, test_fips_million_a, 0, 2);
-	tcase_add_loop_test(tc, test_padding_boundaries, 0, 2);
+	tcase_add_test(tc, test_fips_abc);
+	tcase_add_test(tc, test_fips_empty);
+	tcase_add_test(tc, test_fips_448_bits);
+	tcase_add_test(tc, test_fips_896_bits);
+	tcase_add_test(tc, test_fips_million_a);
+	tcase_add_test(tc, test_padding_boundaries);
 	tcase_add_test(tc, test_hex_prefix);
-	tcase_add_test(tc, test_paths_agree);
-	tcase_add_test(tc, test_env_portable);
-	tcase_add_test(tc, test_speed_report);
 	suite_add_tcase(s, tc);
 	return s;
 }
