@@ -39,7 +39,7 @@ static const char *const optimizers[] = { "adamw", "lamb", NULL };
 static const char *const schedules[] = { "linear", "poly", "constant", NULL };
 static const char *const retry_reasons[] = { REASON_TIMEOUT,
     REASON_PREEMPTED, REASON_NODE_FAIL, REASON_FAILED, REASON_STARTUP_TIMEOUT,
-    NULL };
+    REASON_IO, NULL };
 static const char *const keep_timed[] = { "all", "at", "none", NULL };
 static const char *const notify_events[] = { REASON_DONE, REASON_FAILED,
     "requeued", REASON_CANCELLED, NULL };
