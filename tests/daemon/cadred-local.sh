@@ -66,7 +66,7 @@ measure: { skip_steps: 0 }
 retries: { backoff: 1s }
 $hook
 SPEC
-echo "75 0" > "$work/ctl/mode-75"
+echo "75 k0" > "$work/ctl/mode-75"
 cadred_start
 id=$(cadre submit "$work/requeue.yaml" 2>/dev/null)
 r=$(run_ids "$work/requeue.yaml")
@@ -74,6 +74,12 @@ if wait_run 120 "$r" done; then
 	check_att=$(run_field "$r" attempts)
 	[ "$check_att" = 2 ] && pass "cadred, local: preempted once, requeued, done" ||
 	    fail "cadred, local: $check_att attempts"
+	# the resume passed over a checkpoint: cadre status RUN says so
+	cadre status "$r" > "$work/st" 2>&1
+	grep -q "^  resume passed over checkpoints/step-6: fake: meta.json does not parse\$" "$work/st" &&
+	    [ "$(run_field "$r" checkpoint_skipped)" = "checkpoints/step-6: fake: meta.json does not parse" ] &&
+	    pass "cadre status RUN (and --json) shows the checkpoint the resume passed over" ||
+	    fail "checkpoint_skipped not shown: $(cat "$work/st")"
 else
 	fail "cadred, local: $(run_field "$r" state): $(tail -n 5 "$work/d/cadred.log")"
 fi
@@ -86,6 +92,27 @@ if [ -n "$hook" ]; then
 	else
 		fail "webhooks: $(cat "$work/hook/bodies" 2>/dev/null)"
 	fi
+fi
+# three checkpoint writes failed (exit 74): reason io, not in retries.on's
+# default, so not resubmitted onto the same disk
+cat > "$work/io.yaml" <<SPEC
+version: 1
+name: localio
+scheduler: { backend: local, time_limit: 5m }
+agent: { startup_timeout: 30s }
+trainer: { model: bert-tiny, data: /nonexistent, steps: 8, seed: 74 }
+measure: { skip_steps: 0 }
+retries: { backoff: 1s }
+SPEC
+echo "74" > "$work/ctl/mode-74"
+cadre submit "$work/io.yaml" > /dev/null 2>&1
+r=$(run_ids "$work/io.yaml")
+if wait_run 120 "$r" failed; then
+	[ "$(run_field "$r" attempts)" = 1 ] && run_field "$r" reason | grep -q "^io (not in retries.on): rank 0 could not write its checkpoints (exit 74)" &&
+	    pass "exit 74: reason io, failed without a retry" ||
+	    fail "io: $(run_field "$r" attempts) attempts, reason $(run_field "$r" reason)"
+else
+	fail "io: $(run_field "$r" state): $(tail -n 5 "$work/d/cadred.log")"
 fi
 [ -n "$id" ] || fail "submit printed no id"
 exit $failed
