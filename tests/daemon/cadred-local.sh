@@ -56,16 +56,21 @@ if command -v python3 >/dev/null 2>&1; then
 	wait_until 20 test -f "$work/hook/ready" || fail "webhook receiver"
 	hook="notify: { webhook: \"http://127.0.0.1:$(cat "$work/hook/port")/\", on: [requeued, done] }"
 fi
-cat > "$work/requeue.yaml" <<SPEC
+# local_spec FILE NAME SEED [LINE]: a spec of one run on the local backend;
+# the seed picks the fake trainer's modes (ctl/mode-SEED)
+local_spec() {
+	cat > "$1" <<SPEC
 version: 1
-name: localrequeue
+name: $2
 scheduler: { backend: local, time_limit: 5m }
 agent: { startup_timeout: 30s }
-trainer: { model: bert-tiny, data: /nonexistent, steps: 8, seed: 75 }
+trainer: { model: bert-tiny, data: /nonexistent, steps: 8, seed: $3 }
 measure: { skip_steps: 0 }
 retries: { backoff: 1s }
-$hook
+${4:-}
 SPEC
+}
+local_spec "$work/requeue.yaml" localrequeue 75 "$hook"
 echo "75 k0" > "$work/ctl/mode-75"
 cadred_start
 id=$(cadre submit "$work/requeue.yaml" 2>/dev/null)
@@ -95,15 +100,7 @@ if [ -n "$hook" ]; then
 fi
 # three checkpoint writes failed (exit 74): reason io, not in retries.on's
 # default, so not resubmitted onto the same disk
-cat > "$work/io.yaml" <<SPEC
-version: 1
-name: localio
-scheduler: { backend: local, time_limit: 5m }
-agent: { startup_timeout: 30s }
-trainer: { model: bert-tiny, data: /nonexistent, steps: 8, seed: 74 }
-measure: { skip_steps: 0 }
-retries: { backoff: 1s }
-SPEC
+local_spec "$work/io.yaml" localio 74
 echo "74" > "$work/ctl/mode-74"
 cadre submit "$work/io.yaml" > /dev/null 2>&1
 r=$(run_ids "$work/io.yaml")
