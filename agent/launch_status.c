@@ -101,12 +101,13 @@ collect_ranks(struct launch *l, int *failed_rank, const char **failed_node,
 /*
  * What the ranks' exits say beyond a plain failure (docs/contracts.md,
  * "End reasons"). The first rank (in rank order) of each kind: exit 3
- * (the trainer ran out of memory), killed by a signal other than SIGTERM,
+ * (the trainer ran out of memory), exit 74 (its checkpoints could not be
+ * written), killed by a signal other than SIGTERM,
  * killed by SIGTERM, exit 75 (the trainer checkpointed and stopped on a
  * signal); -1: none.
  */
 struct rank_kinds {
-	int	oom, killed, termed, stopped;
+	int	oom, io, killed, termed, stopped;
 };
 
 static void
@@ -117,11 +118,13 @@ rank_kinds(const json_t *ranks, int program, struct rank_kinds *k)
 	size_t		 i;
 	int64_t		 code;
 
-	k->oom = k->killed = k->termed = k->stopped = -1;
+	k->oom = k->io = k->killed = k->termed = k->stopped = -1;
 	json_array_foreach(ranks, i, e) {
 		if (cjson_get_int(e, "exit", &code) == 0) {
 			if (code == TRAIN_EXIT_OOM && !program && k->oom < 0)
 				k->oom = (int)i;
+			if (code == TRAIN_EXIT_IO && !program && k->io < 0)
+				k->io = (int)i;
 			if (code == TRAIN_EXIT_PREEMPTED && k->stopped < 0)
 				k->stopped = (int)i;
 		}
@@ -240,6 +243,18 @@ launch_end(struct launch *l, json_t *st, int wstatus, int preempted,
 		    "rank %d ran out of memory (exit %d)%s%s", rk.oom,
 		    TRAIN_EXIT_OOM, rank_msg != NULL ? ": " : "",
 		    rank_msg != NULL ? rank_msg : ""));
+		log_error("%s", json_string_value(json_object_get(st,
+		    STATUS_MESSAGE)));
+	} else if (rk.io >= 0) {
+		/* the checkpoint before the failures is intact, but the
+		 * disk that failed three writes would fail a resume too */
+		rc = LAUNCH_EXIT_IO;
+		json_object_set_new(st, STATUS_REASON, json_string(REASON_IO));
+		json_object_set_new(st, "resumable", json_true());
+		set_failed(st, ranks, rk.io);
+		json_object_set_new(st, STATUS_MESSAGE, json_sprintf(
+		    "rank %d could not write its checkpoints (exit %d): see the "
+		    "error lines of metrics.jsonl", rk.io, TRAIN_EXIT_IO));
 		log_error("%s", json_string_value(json_object_get(st,
 		    STATUS_MESSAGE)));
 	} else if ((rk.killed >= 0 && !ended_before(ranks, failed_rank,

@@ -256,20 +256,37 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((vocab = run_vocab(sr.run_dir)) != NULL) {
+	/* The checkpoint's tokenizer, written beside its weights; a
+	 * checkpoint of an older cadre-train has none: the run's vocab. */
+	free(path);
+	xasprintf(&path, "%s/" HF_VOCAB, src);
+	if (access(path, R_OK) == 0) {
+		for (i = 0; i < 2; i++) {
+			static const char *const tok[] = { HF_VOCAB,
+			    HF_TOKENIZER_CONFIG_FILE };
+
+			free(path);
+			free(to);
+			xasprintf(&path, "%s/%s", src, tok[i]);
+			xasprintf(&to, "%s/%s", tmp, tok[i]);
+			if (copy_file(path, to) != 0) {
+				fprintf(stderr, "cadre export: %s -> %s: %s\n",
+				    path, to, strerror(errno));
+				goto out;
+			}
+		}
+	} else if ((vocab = run_vocab(sr.run_dir)) != NULL) {
 		free(to);
-		xasprintf(&to, "%s/vocab.txt", tmp);
+		xasprintf(&to, "%s/" HF_VOCAB, tmp);
 		if (copy_file(vocab, to) != 0) {
 			fprintf(stderr, "cadre export: %s: %s\n", vocab,
 			    strerror(errno));
 			goto out;
 		}
 		free(to);
-		/* cadre-train's tokenizer is BERT's uncased one */
-		xasprintf(&to, "%s/tokenizer_config.json", tmp);
+		xasprintf(&to, "%s/" HF_TOKENIZER_CONFIG_FILE, tmp);
 		if ((fp = fopen(to, "we")) == NULL ||
-		    fputs("{\"do_lower_case\": true, \"tokenizer_class\": "
-		    "\"BertTokenizer\"}\n", fp) < 0 || fclose(fp) != 0) {
+		    fputs(HF_TOKENIZER_CONFIG "\n", fp) < 0 || fclose(fp) != 0) {
 			fprintf(stderr, "cadre export: %s: %s\n", to,
 			    strerror(errno));
 			goto out;
@@ -296,8 +313,8 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 		/* a partial export goes */
 		for (i = 0; i < 4; i++) {
 			static const char *const all[] = { "config.json",
-			    "model.safetensors", "vocab.txt",
-			    "tokenizer_config.json" };
+			    "model.safetensors", HF_VOCAB,
+			    HF_TOKENIZER_CONFIG_FILE };
 
 			free(to);
 			xasprintf(&to, "%s/%s", tmp, all[i]);
@@ -334,9 +351,10 @@ const struct cli_command cli_cmd_export = {
 	.description =
 	    "Writes DIR (new, or an empty directory) with the checkpoint's\n"
 	    "config.json and model.safetensors, checked against the SHA-256 sums\n"
-	    "of its meta.json first, and the run's vocab.txt with a\n"
-	    "tokenizer_config.json: transformers' BertForPreTraining (or\n"
-	    "BertForSequenceClassification) .from_pretrained(DIR) loads it. The\n"
+	    "of its meta.json first, and its vocab.txt and tokenizer_config.json\n"
+	    "(or the run's vocab.txt): transformers' AutoTokenizer and\n"
+	    "AutoModelForPreTraining (or AutoModelForSequenceClassification,\n"
+	    "labels named as in labels.txt) .from_pretrained(DIR) load it. The\n"
 	    "checkpoint is one cadred recorded (cadre status RUN lists them):\n"
 	    "--at TIME names it by its training time, --step N by its step. DIR\n"
 	    "appears whole or not at all.",

@@ -402,6 +402,25 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The checkpoints a resume passed over (metrics.jsonl's checkpoint_skipped):
+ * the run went on from an older one, and lost the steps between. */
+static void
+md_skipped(const struct report *r, FILE *fp)
+{
+	const struct report_run	*rr;
+	size_t			 i, j, n = 0;
+
+	for (i = 0; i < r->nruns; i++) {
+		rr = &r->runs[i];
+		for (j = 0; j < rr->m.nskipped; j++) {
+			if (n++ == 0)
+				fprintf(fp, "\nCheckpoints passed over on resume "
+				    "(the run went on from an older one):\n\n");
+			fprintf(fp, "- %s: %s\n", rr->id, rr->m.skipped[j]);
+		}
+	}
+}
+
 static void
 md_env(const struct report *r, FILE *fp)
 {
@@ -449,6 +468,7 @@ render_md(const struct report *r, const struct report *b,
 	md_scaling(r, fp);
 	fprintf(fp, "\n## Runs\n\n");
 	md_runs(r, fp);
+	md_skipped(r, fp);
 	fprintf(fp, "\n## Environment\n\n");
 	md_env(r, fp);
 	if (r->warnings.nwarnings > 0)

@@ -107,7 +107,7 @@ rundir_expand(const char *text, rundir_lookup_fn lookup, void *ctx, int shell,
 
 const char *const rundir_status_reasons[] = { REASON_DONE, REASON_FAILED,
     REASON_NODE_FAIL, REASON_PREEMPTED, REASON_STARTUP_TIMEOUT, REASON_OOM,
-    NULL };
+    REASON_IO, NULL };
 
 int
 rundir_status_reason_known(const char *reason)

@@ -44,6 +44,17 @@
 #define CKPT_CORRUPT_PREFIX	".corrupt-"	/* failed verification, set aside */
 #define CKPT_OLD_PREFIX		".old-"		/* replaced by a rewrite of the same step */
 #define CKPT_META		"meta.json"	/* step, due_s, SHA-256 of each file */
+/* Beside a checkpoint's weights (and in `cadre export`'s directory): the
+ * run's vocabulary and the settings of cadre's tokenizer (uncased BERT
+ * WordPiece with BERT's special tokens), so that transformers'
+ * AutoTokenizer.from_pretrained loads the directory as it is. */
+#define HF_VOCAB		"vocab.txt"
+#define HF_TOKENIZER_CONFIG_FILE "tokenizer_config.json"
+#define HF_TOKENIZER_CONFIG	"{\"tokenizer_class\": \"BertTokenizer\", " \
+	"\"do_lower_case\": true, \"tokenize_chinese_chars\": true, " \
+	"\"strip_accents\": null, \"unk_token\": \"[UNK]\", " \
+	"\"sep_token\": \"[SEP]\", \"pad_token\": \"[PAD]\", " \
+	"\"cls_token\": \"[CLS]\", \"mask_token\": \"[MASK]\"}"
 
 /* The N of a checkpoints/step-N name (digits only), or -1 when name is
  * not one. */
@@ -63,6 +74,9 @@ long long rundir_ckpt_step(const char *name);
 #define REASON_PREEMPTED	"preempted"
 #define REASON_STARTUP_TIMEOUT	"startup_timeout"
 #define REASON_OOM		"oom"
+/* checkpoints could not be written, several in a row (a full or failing
+ * disk): resuming on the same node would fail the same way */
+#define REASON_IO		"io"
 /* Decided by cadred, never written by a job. */
 #define REASON_TIMEOUT		"timeout"
 #define REASON_CANCELLED	"cancelled"
@@ -100,6 +114,7 @@ int run_state_final(enum run_state s);	/* done, failed, cancelled */
 #define TRAIN_EXIT_ERROR	1
 #define TRAIN_EXIT_USAGE	2
 #define TRAIN_EXIT_OOM		3	/* out of memory: not resumable */
+#define TRAIN_EXIT_IO		74	/* EX_IOERR: CKPT_MAX_FAILURES checkpoint writes failed in a row */
 #define TRAIN_EXIT_PREEMPTED	75	/* EX_TEMPFAIL: checkpointed, stopped on a signal */
 
 /* `cadre-agent launch`'s exit statuses, one per status.json reason. */
@@ -110,7 +125,8 @@ enum launch_exit {
 	LAUNCH_EXIT_STARTUP_TIMEOUT = 3,
 	LAUNCH_EXIT_NODE_FAIL = 4,
 	LAUNCH_EXIT_PREEMPTED = 5,
-	LAUNCH_EXIT_OOM = 6
+	LAUNCH_EXIT_OOM = 6,
+	LAUNCH_EXIT_IO = 7
 };
 
 /* ---------------------------------------------------------------- train.json */
@@ -250,6 +266,8 @@ int rundir_expand(const char *text, rundir_lookup_fn lookup, void *ctx,
 #define MX_EV_CHECKPOINT	"checkpoint"	/* a checkpoint is complete */
 #define MX_EV_EVAL		"eval"
 #define MX_EV_ERROR		"error"
+/* resume passed over a checkpoint that does not verify (before start) */
+#define MX_EV_CHECKPOINT_SKIPPED "checkpoint_skipped"
 #define MX_EV_SUMMARY		"summary"	/* an attempt ended */
 /* Fields. */
 #define MX_STEP			"step"
@@ -259,6 +277,7 @@ int rundir_expand(const char *text, rundir_lookup_fn lookup, void *ctx,
 #define MX_SAMPLES_PER_S	"samples_per_s"
 #define MX_DUE_S		"due_s"		/* the mark a timed checkpoint stands for */
 #define MX_PATH			"path"
+#define MX_WHY			"why"		/* of a checkpoint_skipped event */
 #define MX_KIND			"kind"		/* of an error event: REASON_OOM, ... */
 #define MX_COMPLETE		"complete"	/* summary: training reached its end */
 #define MX_PEAK_RSS		"peak_rss_bytes"

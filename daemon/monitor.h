@@ -64,6 +64,8 @@ struct monitor_progress {
 	double	 samples_per_s;	/* of the last "step" line; 0: none */
 	double	 elapsed_s;
 	int	 complete;	/* a summary with "complete": true */
+	/* the last checkpoint_skipped event, "PATH: WHY"; "": none seen */
+	char	 skipped[320];
 };
 
 /* Reads the last whole lines of text (a tail of metrics.jsonl); lines that

@@ -54,9 +54,13 @@ run_json(struct monitor *m, struct mrun *r)
 	    "global_batch", (json_int_t)spec_run_global_batch(r->r),
 	    "reason", r->reason, "run_dir", r->run_dir,
 	    "updated", r->updated);
-	if (o != NULL)
+	if (o != NULL) {
 		json_object_set_new(o, "job_id", r->job_id != NULL ?
 		    json_string(r->job_id) : json_null());
+		json_object_set_new(o, MX_EV_CHECKPOINT_SKIPPED,
+		    r->prog.skipped[0] != '\0' ? json_string(r->prog.skipped) :
+		    json_null());
+	}
 	return o;
 }
 
@@ -222,6 +226,9 @@ exp_table(struct monitor *m, struct mexp *e, struct mrun *only,
 		    "%s\n", r->id, spec_run_config_id(r->r),
 		    run_state_name(r->state), (long long)r->attempts, prog, sps,
 		    r->reason);
+		if (only != NULL && r->prog.skipped[0] != '\0')
+			(void)cbuf_addf(b, "  resume passed over %s\n",
+			    r->prog.skipped);
 	}
 }
 

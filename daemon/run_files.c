@@ -34,7 +34,7 @@ progress_line(void *ctx, enum rundir_line kind, const char *line, size_t len,
 {
 	struct monitor_progress	*p = ctx;
 	json_t			*o;
-	const char		*ev;
+	const char		*ev, *path, *why;
 	int64_t			 step;
 	double			 d;
 	int			 b;
@@ -54,6 +54,10 @@ progress_line(void *ctx, enum rundir_line kind, const char *line, size_t len,
 	if (strcmp(ev, MX_EV_STEP) == 0 && cjson_get_real(o, MX_SAMPLES_PER_S,
 	    &d) == 0 && isfinite(d) && d >= 0)
 		p->samples_per_s = d;
+	if (strcmp(ev, MX_EV_CHECKPOINT_SKIPPED) == 0 &&
+	    cjson_get_string(o, MX_PATH, &path) == 0 &&
+	    cjson_get_string(o, MX_WHY, &why) == 0)
+		snprintf(p->skipped, sizeof p->skipped, "%s: %s", path, why);
 	json_decref(o);
 	return 0;
 }
@@ -94,6 +98,10 @@ mon_read_progress(struct mrun *r)
 	    (off_t)MONITOR_METRICS_TAIL : 0;
 	progress_init(&p);
 	if (rundir_read_lines(path, &o, progress_line, &p) == 0) {
+		/* the event comes at an attempt's start: it stays when
+		 * later lines push it out of the tail */
+		if (p.skipped[0] == '\0')
+			memcpy(p.skipped, r->prog.skipped, sizeof p.skipped);
 		r->prog = p;
 		r->m_size = sb.st_size;
 		r->m_mtime = sb.st_mtim;

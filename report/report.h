@@ -26,6 +26,7 @@
 
 #define REPORT_LINES_MAX	((size_t)10000000)	/* lines read per file */
 #define REPORT_POINTS_MAX	((size_t)20000)	/* loss points kept per run */
+#define REPORT_SKIPPED_MAX	((size_t)16)	/* checkpoint_skipped events kept per run */
 
 /* A timed checkpoint (docs/contracts.md): its metrics event with due_s, and
  * the figures of its eval.jsonl line. */
@@ -55,6 +56,8 @@ struct metrics {
 	double	 eval_loss, eval_accuracy;	/* of the last eval event */
 	int64_t	 peak_rss;	/* largest summary peak_rss_bytes; -1: none */
 	int	 oom;		/* an error event of kind oom */
+	char	**skipped;	/* checkpoint_skipped events: "PATH: WHY" */
+	size_t	 nskipped;	/* at most REPORT_SKIPPED_MAX */
 	int	 complete;	/* the last summary said complete */
 	json_t	*env;		/* start and summary.env members, last wins */
 	struct report_mark *marks;	/* by due_s; the last event of a mark wins */

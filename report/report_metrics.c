@@ -48,6 +48,9 @@ metrics_free(struct metrics *m)
 	free(m->loss_step);
 	free(m->loss);
 	free(m->marks);
+	while (m->nskipped > 0)
+		free(m->skipped[--m->nskipped]);
+	free(m->skipped);
 	json_decref(m->env);
 	memset(m, 0, sizeof *m);
 }
@@ -282,6 +285,20 @@ metrics_parse_line(struct metrics *m, const char *line, size_t len,
 	    json_object_get(o, MX_DUE_S) != NULL) {
 		if (parse_mark(m, o, msg, msglen) != 0)
 			goto out;
+	} else if (strcmp(ev, MX_EV_CHECKPOINT_SKIPPED) == 0) {
+		const char	*path, *why;
+
+		if (cjson_get_string(o, MX_PATH, &path) != 0 ||
+		    cjson_get_string(o, MX_WHY, &why) != 0) {
+			snprintf(msg, msglen, "a checkpoint_skipped event "
+			    "without \"path\" and \"why\" strings");
+			goto out;
+		}
+		if (m->nskipped < REPORT_SKIPPED_MAX) {
+			m->skipped = xreallocarray(m->skipped, m->nskipped + 1,
+			    sizeof *m->skipped);
+			xasprintf(&m->skipped[m->nskipped++], "%s: %s", path, why);
+		}
 	} else if (strcmp(ev, MX_EV_ERROR) == 0) {
 		if (cjson_get_string(o, MX_KIND, &kind) == 0 &&
 		    strcmp(kind, REASON_OOM) == 0)

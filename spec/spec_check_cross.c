@@ -14,9 +14,13 @@
 
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 #include "buf.h"
 #include "duration.h"
+#include "error.h"
 #include "fsutil.h"
+#include "json.h"
 #include "spec_check.h"
 #include "strutil.h"
 #include "xmalloc.h"
@@ -94,7 +98,7 @@ check_sched(struct spec_cx *cx)
 /* trainer.init as a mapping: from names the experiment; config and at
  * only with it; at is final or a training time. */
 static void
-check_init(struct spec_cx *cx)
+check_init_from(struct spec_cx *cx)
 {
 	const struct spec	*s = cx->s;
 	const struct spec_value	*from = &s->v[SPEC_K_INIT_FROM];
@@ -199,7 +203,7 @@ spec_check_base(struct spec_cx *cx)
 	const struct spec_value	*be = &s->v[SPEC_K_SCHED_BACKEND];
 
 	check_sched(cx);
-	check_init(cx);
+	check_init_from(cx);
 	if (rt->set && strcmp(rt->s, "none") != 0 &&
 	    !s->v[SPEC_K_CONTAINER_IMAGE].set &&
 	    !s->v[SPEC_K_CONTAINER_IMAGE].bad)
@@ -273,6 +277,82 @@ all_good(const struct spec *s, const struct spec_config *cfg,
 			return 0;
 	}
 	return 1;
+}
+
+/* "L12 H768 A12 I3072 V30522 P512", as the trainer names a model. */
+static void
+dims_str(const struct spec_model_dims *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "L%" PRId64 " H%" PRId64 " A%" PRId64 " I%" PRId64
+	    " V%" PRId64 " P%" PRId64, m->layers, m->hidden, m->heads,
+	    m->intermediate, m->vocab_size, m->max_position);
+}
+
+/*
+ * trainer.init's config.json decides the model (cadre-train reads it); a
+ * trainer.model written beside it must agree. The directory may exist
+ * only on the cluster (or behind a variable): nothing is said when it is
+ * not here.
+ */
+static void
+check_init(struct spec_cx *cx, const struct spec_config *cfg)
+{
+	static const enum spec_key ks[] = { SPEC_K_MODEL, SPEC_K_INIT };
+	static const struct {
+		const char	*name;
+		size_t		 off;
+	} fields[] = {
+		{ "num_hidden_layers", offsetof(struct spec_model_dims, layers) },
+		{ "hidden_size", offsetof(struct spec_model_dims, hidden) },
+		{ "num_attention_heads", offsetof(struct spec_model_dims, heads) },
+		{ "intermediate_size", offsetof(struct spec_model_dims, intermediate) },
+		{ "vocab_size", offsetof(struct spec_model_dims, vocab_size) },
+		{ "max_position_embeddings", offsetof(struct spec_model_dims, max_position) },
+	};
+	const struct spec	*s = cx->s;
+	const struct spec_value	*init = spec_cfg_value(s, cfg, SPEC_K_INIT);
+	const struct spec_value	*model = spec_cfg_value(s, cfg, SPEC_K_MODEL);
+	struct spec_model_dims	 want, got;
+	struct stat		 st;
+	json_t			*o = NULL;
+	char			*dir, *path, a[96], b[96];
+	size_t			 i;
+	int			 rc;
+
+	if (!init->set || init->bad || init->s[0] == '$' || !model->set ||
+	    model->bad || model->line == 0)
+		return;
+	dir = init->s[0] == '/' ? xstrdup(init->s) :
+	    spec_resolve_path(s, init->s);
+	xasprintf(&path, "%s/config.json", dir);
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		goto out;
+	if ((rc = cjson_load_file(path, (size_t)1 << 20, &o, NULL)) != 0) {
+		cfg_error(cx, cfg, ks + 1, 1, "trainer.init: %s: %s: the "
+		    "directory needs Hugging Face's config.json", path,
+		    rc == CADRE_ERR_SYSTEM ? strerror(errno) :
+		    cadre_strerror(rc));
+		goto out;
+	}
+	/* a member config.json leaves out has BertConfig's default,
+	 * which is bert-base */
+	spec_model_preset("bert-base", &got);
+	for (i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		(void)cjson_get_int(o, fields[i].name,
+		    (int64_t *)(void *)((char *)&got + fields[i].off));
+	spec_cfg_model(s, cfg, &want);
+	if (memcmp(&want, &got, sizeof want) != 0) {
+		dims_str(&want, a, sizeof a);
+		dims_str(&got, b, sizeof b);
+		cfg_error(cx, cfg, ks, NKEYS(ks), "trainer.model (%s: %s) "
+		    "disagrees with trainer.init's config.json (%s): the "
+		    "checkpoint decides the model; remove trainer.model or "
+		    "make it match", model->s, a, b);
+	}
+out:
+	json_decref(o);
+	free(path);
+	free(dir);
 }
 
 void
@@ -383,6 +463,7 @@ spec_check_config(struct spec_cx *cx, const struct spec_config *cfg)
 			    "(%" PRId64 ") is longer than the model's "
 			    "max_position (%" PRId64 ")", x, m.max_position);
 	}
+	check_init(cx, cfg);
 	if (all_good(s, cfg, prec, NKEYS(prec))) {
 		str = spec_cfg_string(s, cfg, SPEC_K_PRECISION);
 		y = spec_cfg_int(s, cfg, SPEC_K_RES_GPUS_PER_NODE);

@@ -39,7 +39,7 @@ static const char *const optimizers[] = { "adamw", "lamb", NULL };
 static const char *const schedules[] = { "linear", "poly", "constant", NULL };
 static const char *const retry_reasons[] = { REASON_TIMEOUT,
     REASON_PREEMPTED, REASON_NODE_FAIL, REASON_FAILED, REASON_STARTUP_TIMEOUT,
-    NULL };
+    REASON_IO, NULL };
 static const char *const keep_timed[] = { "all", "at", "none", NULL };
 static const char *const notify_events[] = { REASON_DONE, REASON_FAILED,
     "requeued", REASON_CANCELLED, NULL };
@@ -194,7 +194,7 @@ static const struct spec_key_info keys[SPEC_KEY_COUNT] = {
 	[SPEC_K_VOCAB] = { "trainer.vocab", SPEC_T_PATH, 0,
 	    .doc = "WordPiece vocabulary file; unset: the one stored with the shards." },
 	[SPEC_K_INIT] = { "trainer.init", SPEC_T_PATH, 0,
-	    .doc = "Checkpoint directory to start from (Hugging Face layout); unset: random weights. Or a mapping of from, config and at: another experiment's checkpoint." },
+	    .doc = "Checkpoint directory to start from (Hugging Face's save_pretrained, safetensors; its config.json decides the model); unset: random weights. Or a mapping of from, config and at: another experiment's checkpoint." },
 	[SPEC_K_INIT_FROM] = { "trainer.init.from", SPEC_T_NAME, 0,
 	    .doc = "Start from a checkpoint of this experiment (name or id); its runs must be done first." },
 	[SPEC_K_INIT_CONFIG] = { "trainer.init.config", SPEC_T_NAME, 0,

@@ -294,7 +294,7 @@ ckpt_load(const char *dir, struct bert_model *m, struct optim *o,
 	int			 error, i;
 
 	xasprintf(&path, "%s/model.safetensors", dir);
-	if ((error = model_load_weights(m, path, err, errlen)) != 0)
+	if ((error = model_load_weights(m, path, MODEL_LOAD_STRICT, err, errlen)) != 0)
 		goto out;
 	free(path);
 	xasprintf(&path, "%s/trainer_state.safetensors", dir);
@@ -397,7 +397,7 @@ ckpt_cleanup(const char *out)
 
 int
 ckpt_find(const char *out, const struct bert_config *cfg, char **dirp,
-    char *err, size_t errlen)
+    ckpt_skip_fn skipped, void *ctx, char *err, size_t errlen)
 {
 	struct ckpt_state	 st;
 	struct cbuf		 b;
@@ -429,6 +429,8 @@ ckpt_find(const char *out, const struct bert_config *cfg, char **dirp,
 		xasprintf(&path, "%s/" CKPT_DIR_PREFIX "%" PRId64, cdir, s);
 		if (i == 0 && access(path, F_OK) != 0) {
 			log_warn("%s/latest names step-%" PRId64 ", which is missing", cdir, s);
+			if (skipped != NULL)
+				skipped(ctx, s, "missing (latest names it)");
 			continue;
 		}
 		tried++;
@@ -447,6 +449,8 @@ ckpt_find(const char *out, const struct bert_config *cfg, char **dirp,
 			goto out;
 		}
 		log_warn("checkpoint %s is unusable (%s): trying the previous one", path, why);
+		if (skipped != NULL)
+			skipped(ctx, s, why);
 		bad = xreallocarray(bad, nbad + 1, sizeof *bad);
 		bad[nbad++] = s;
 	}

@@ -15,6 +15,9 @@
 #include "model.h"
 #include "optim.h"
 
+/* Checkpoint writes failed in a row that end a run (TRAIN_EXIT_IO). */
+#define CKPT_MAX_FAILURES	3
+
 /* The largest meta.json read. */
 #define CKPT_META_MAX	(64 * 1024)
 #define CKPT_VERSION	1
@@ -59,6 +62,11 @@ int ckpt_writer_new(const char *out, int keep, size_t nparams,
 /* From now on the rotation keeps every checkpoint that has a due_s (a
  * timed one) besides the newest keep (train.json's keep_timed). */
 void ckpt_writer_keep_timed(struct ckpt_writer *w);
+/* From now on each checkpoint holds the vocab.txt at path (read now) and a
+ * tokenizer_config.json (docs/trainer.md "Checkpoints"); a file over
+ * TOK_VOCAB_MAX_FILE is an error. */
+int ckpt_writer_vocab(struct ckpt_writer *w, const char *path, char *err,
+    size_t errlen);
 /*
  * Copies the parameters, moments and st into the writer's buffer and
  * starts writing them; first waits for the write in flight, if any. *done
@@ -85,10 +93,12 @@ int ckpt_write(const char *out, int keep, const struct bert_model *m,
  * older one verifies. 0 with
  * *dirp NULL: none present (start fresh). CADRE_ERR_IO: some present, none
  * valid (err says why). CADRE_ERR_INVALID: a valid one of another model
- * size (err names both).
+ * size (err names both). skipped (unless NULL) is told of each one passed
+ * over, with the reason.
  */
+typedef void (*ckpt_skip_fn)(void *ctx, int64_t step, const char *why);
 int ckpt_find(const char *out, const struct bert_config *cfg, char **dirp,
-    char *err, size_t errlen);
+    ckpt_skip_fn skipped, void *ctx, char *err, size_t errlen);
 /* What a killed writer leaves under OUT/checkpoints: .tmp-step-N
  * directories are removed; a .old-step-N (set aside while its step-N was
  * replaced) is put back when step-N is missing, else removed. */

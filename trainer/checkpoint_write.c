@@ -24,6 +24,7 @@
 #include "modelio.h"
 #include "rundir.h"
 #include "safetensors.h"
+#include "tokenizer.h"
 #include "xmalloc.h"
 
 static double
@@ -150,12 +151,37 @@ prune(const char *out, int keep, int keep_timed, int64_t step)
 	free(cdir);
 }
 
-/* A checkpoint, up to latest naming it; prune() then removes the old. */
+/* The tokenizer beside the weights, so that transformers' AutoTokenizer
+ * loads the checkpoint directory as it is. */
+static int
+write_tokenizer(const char *dir, const struct cbuf *vocab, uint64_t *bytes,
+    char *err, size_t errlen)
+{
+	static const char	 tc[] = HF_TOKENIZER_CONFIG "\n";
+	char			*path;
+	int			 error;
+
+	xasprintf(&path, "%s/" HF_VOCAB, dir);
+	if ((error = fs_write_atomic(path, vocab->data, vocab->len, 0644)) == 0) {
+		free(path);
+		xasprintf(&path, "%s/" HF_TOKENIZER_CONFIG_FILE, dir);
+		error = fs_write_atomic(path, tc, sizeof tc - 1, 0644);
+	}
+	if (error != 0)
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	else
+		*bytes += vocab->len + sizeof tc - 1;
+	free(path);
+	return error;
+}
+
+/* A checkpoint, up to latest naming it; prune() then removes the old.
+ * vocab: the run's vocab.txt, written beside the weights; NULL: none. */
 static int
 write_checkpoint(const char *out, const struct bert_model *m,
     const float *params, const float *mom1, const float *mom2,
-    const struct ckpt_state *st, struct hdr_cache *hc, uint64_t *bytes,
-    char *err, size_t errlen)
+    const struct ckpt_state *st, struct hdr_cache *hc,
+    const struct cbuf *vocab, uint64_t *bytes, char *err, size_t errlen)
 {
 	struct bert_model	 snap = *m;
 	struct st_writer	*w = NULL;
@@ -164,6 +190,7 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	char			*old = NULL, sums[3][65], line[32];
 	int64_t			 one = 1, np = (int64_t)m->nparams;
 	int64_t			 i64[5];
+	uint64_t		 tokbytes = 0;
 	double			 f64 = st->elapsed_s;
 	float			 ls = st->loss_scale;
 	struct hash_job		 hj[3];
@@ -246,6 +273,9 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	snap.params_mem = (float *)(uintptr_t)params;
 	if ((error = model_save(&snap, tmp, err, errlen)) != 0)
 		goto out;
+	if (vocab != NULL && (error = write_tokenizer(tmp, vocab, &tokbytes,
+	    err, errlen)) != 0)
+		goto out;
 	slow_write();
 	for (i = 0; i < 3; i += 2)
 		if (!(hashing & 1 << i))
@@ -253,6 +283,7 @@ write_checkpoint(const char *out, const struct bert_model *m,
 	ckpt_join_hashing(hth, &hashing);
 	if ((error = ckpt_hash_jobs_finish(hj, hc, sums, bytes, err, errlen)) != 0)
 		goto out;
+	*bytes += tokbytes;
 	cbuf_addf(&meta, "{\n  \"version\": %d,\n  \"step\": %" PRId64 ",\n"
 	    "  \"time\": %.3f,\n  \"elapsed_s\": %.17g,\n  \"samples\": %" PRId64 ",\n"
 	    "  \"data\": {\"epoch\": %" PRIu64 ", \"consumed\": %" PRIu64 "},\n"
@@ -331,7 +362,7 @@ ckpt_write(const char *out, int keep, const struct bert_model *m,
 {
 	int error;
 
-	if ((error = write_checkpoint(out, m, params, mom1, mom2, st, NULL, bytes,
+	if ((error = write_checkpoint(out, m, params, mom1, mom2, st, NULL, NULL, bytes,
 	    err, errlen)) == 0)
 		prune(out, keep, 0, st->step);
 	return error;
@@ -356,6 +387,7 @@ struct ckpt_writer {
 	struct ckpt_state	 st;
 	struct ckpt_result	 res;
 	struct hdr_cache	 hc;		/* the thread's */
+	struct cbuf		 vocab;		/* data NULL: none */
 };
 
 static void *
@@ -376,14 +408,16 @@ writer_main(void *arg)
 
 		t0 = mono_ms();
 		r.error = write_checkpoint(w->out, &w->model, w->params, w->m, w->v,
-		    &w->st, &w->hc, &r.bytes, r.message, sizeof r.message);
+		    &w->st, &w->hc, w->vocab.data != NULL ? &w->vocab : NULL,
+		    &r.bytes, r.message, sizeof r.message);
 		/* write_ms ends with latest naming the checkpoint; the old
 		 * ones' removal (a third of a second for a bert-base
 		 * checkpoint here) is housekeeping after it, though a submit
 		 * still waits for it. */
 		r.write_ms = mono_ms() - t0;
-		if (r.error == 0)
-			prune(w->out, w->keep, w->keep_timed, w->st.step);
+		/* after a failure too: the space of the old ones helps the
+		 * next write (-1: no step of this write is kept) */
+		prune(w->out, w->keep, w->keep_timed, r.error == 0 ? w->st.step : -1);
 
 		pthread_mutex_lock(&w->mu);
 		w->res = r;
@@ -432,6 +466,24 @@ ckpt_writer_new(const char *out, int keep, size_t nparams,
 	}
 	*wp = w;
 	return 0;
+}
+
+int
+ckpt_writer_vocab(struct ckpt_writer *w, const char *path, char *err,
+    size_t errlen)
+{
+	int	error;
+
+	pthread_mutex_lock(&w->mu);
+	cbuf_free(&w->vocab);
+	cbuf_init(&w->vocab, TOK_VOCAB_MAX_FILE);
+	if ((error = cbuf_read_file(&w->vocab, path)) != 0) {
+		snprintf(err, errlen, "%s: %s", path, error == CADRE_ERR_TOO_LARGE ?
+		    "larger than 64 MiB" : strerror(errno));
+		cbuf_free(&w->vocab);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return error;
 }
 
 void
@@ -514,6 +566,7 @@ ckpt_writer_free(struct ckpt_writer *w)
 	free(w->params);
 	free(w->m);
 	free(w->v);
+	cbuf_free(&w->vocab);
 	free(w->out);
 	free(w);
 }

@@ -109,7 +109,8 @@ eval_model(const char *dir, const char *data, const struct shard_info *si,
 		return rc;
 	bert_model_init(m, &c);
 	xasprintf(&path, "%s/model.safetensors", dir);
-	rc = model_load_weights(m, path, err, errlen);
+	rc = model_load_weights(m, path, st != NULL ? MODEL_LOAD_STRICT : 0, err,
+	    errlen);
 	free(path);
 	if (rc != 0)
 		bert_model_free(m);

@@ -552,7 +552,7 @@ cmd_synthetic(int argc, char **argv)
 			xasprintf(&path, "%s/model.safetensors", init);
 		else
 			path = xstrdup(init);
-		if (model_load_weights(&m, path, err, sizeof err) != 0)
+		if (model_load_weights(&m, path, 0, err, sizeof err) != 0)
 			fatalx("%s", err);
 		free(path);
 	}

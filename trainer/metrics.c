@@ -13,6 +13,7 @@
 #include "error.h"
 #include "metrics.h"
 #include "rundir.h"
+#include "tjson.h"
 #include "xmalloc.h"
 
 /* A line is a few hundred bytes; the bound only catches a runaway. */
@@ -77,32 +78,12 @@ metrics_close(struct metrics_writer *m)
 }
 
 static void
-json_str(struct cbuf *b, const char *s)
-{
-	const unsigned char *p;
-
-	cbuf_addc(b, '"');
-	for (p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\') {
-			cbuf_addc(b, '\\');
-			cbuf_addc(b, (char)*p);
-		} else if (*p == '\n')
-			cbuf_adds(b, "\\n");
-		else if (*p < 0x20 || *p == 0x7f)
-			cbuf_addf(b, "\\u%04x", *p);
-		else
-			cbuf_addc(b, (char)*p);
-	}
-	cbuf_addc(b, '"');
-}
-
-static void
 key(struct metrics_writer *m, const char *k)
 {
 	if (!m->first)
 		cbuf_addc(&m->line, ',');
 	m->first = 0;
-	json_str(&m->line, k);
+	tj_quote(&m->line, k);
 	cbuf_addc(&m->line, ':');
 }
 
@@ -154,7 +135,7 @@ mx_str(struct metrics_writer *m, const char *k, const char *v)
 	if (v == NULL)
 		cbuf_adds(&m->line, "null");
 	else
-		json_str(&m->line, v);
+		tj_quote(&m->line, v);
 }
 
 void

@@ -24,6 +24,9 @@ struct bert_config {
 	float		ln_eps;
 	float		hidden_dropout;
 	float		attn_dropout;
+	/* classification: num_labels names (the shards' labels.txt), borrowed;
+	 * NULL: LABEL_0, LABEL_1, ... in config.json */
+	char *const	*label_names;
 };
 
 /* bert-tiny ... bert-large into c (vocab 30522, 512 positions, 2 token

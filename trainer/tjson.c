@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "error.h"
 #include "tjson.h"
 #include "xmalloc.h"
@@ -357,4 +358,25 @@ tj_get(const struct tj_node *obj, const char *key)
 		if (strcmp(c->key, key) == 0)
 			return c;
 	return NULL;
+}
+
+/* s as a JSON string. */
+void
+tj_quote(struct cbuf *b, const char *s)
+{
+	const unsigned char *p;
+
+	cbuf_addc(b, '"');
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\') {
+			cbuf_addc(b, '\\');
+			cbuf_addc(b, (char)*p);
+		} else if (*p == '\n')
+			cbuf_adds(b, "\\n");
+		else if (*p < 0x20 || *p == 0x7f)
+			cbuf_addf(b, "\\u%04x", *p);
+		else
+			cbuf_addc(b, (char)*p);
+	}
+	cbuf_addc(b, '"');
 }

@@ -32,4 +32,8 @@ void tj_free(struct tj_node *n);
 /* The member named key of an object, or NULL. */
 const struct tj_node *tj_get(const struct tj_node *obj, const char *key);
 
+struct cbuf;
+/* Appends s (NUL-terminated) to b as a JSON string, escaped. */
+void tj_quote(struct cbuf *b, const char *s);
+
 #endif

@@ -227,25 +227,51 @@ mx_error(struct metrics_writer *mx, const char *kind, const char *msg)
 	mx_end(mx);
 }
 
-/* A finished checkpoint write: its metrics line, or, when it failed,
- * the error (the previous checkpoint is intact: the write went to a
- * temporary directory). */
+/*
+ * A finished checkpoint write: its metrics line, or, when it failed, the
+ * error. A failed write went to a temporary directory, so the previous
+ * checkpoint is intact and training goes on; the next interval writes
+ * again. CADRE_ERR_IO only when CKPT_MAX_FAILURES failed in a row.
+ */
 static int
-checkpoint_done(struct metrics_writer *mx, const struct ckpt_result *r,
-    int quiet)
+checkpoint_done(struct run *run, const struct ckpt_result *r)
 {
+	struct metrics_writer	*mx = run->mx;
+
 	if (r->error != 0) {
-		log_error("checkpoint at step %lld failed: %s (the previous checkpoint is "
-		    "intact)", (long long)r->step, r->message);
-		mx_error(mx, "io", r->message);
-		return CADRE_ERR_IO;
+		run->ckpt_failures++;
+		log_error("checkpoint at step %lld failed (%d in a row): %s (the "
+		    "previous checkpoint is intact)", (long long)r->step,
+		    run->ckpt_failures, r->message);
+		mx_error(mx, REASON_IO, r->message);
+		return run->ckpt_failures >= CKPT_MAX_FAILURES ? CADRE_ERR_IO : 0;
 	}
-	if (!quiet)
+	run->ckpt_failures = 0;
+	if (!run->ro.quiet)
 		log_info("checkpoint step-%lld (%s): %.1f MB in %.0f ms, loop held %.0f ms",
 		    (long long)r->step, r->reason, (double)r->bytes / 1e6, r->write_ms,
 		    r->stall_ms);
 	mx_checkpoint(mx, r);
 	return 0;
+}
+
+/* The vocabulary the checkpoints carry: train.json's vocab (checked
+ * against the shards' hash), else the one prep stored with the shards. */
+static void
+run_vocab(struct run *r)
+{
+	char	*path, err[1024];
+
+	if (r->tc.vocab != NULL)
+		path = xstrdup(r->tc.vocab);
+	else
+		xasprintf(&path, "%s/" HF_VOCAB, r->tc.data);
+	if (access(path, R_OK) != 0)
+		log_warn("%s: %s: the checkpoints hold no tokenizer", path,
+		    strerror(errno));
+	else if (ckpt_writer_vocab(r->w, path, err, sizeof err) != 0)
+		log_warn("%s: the checkpoints hold no tokenizer", err);
+	free(path);
 }
 
 /* dist.c's reductions, or NCCL's for ranks from the environment. */
@@ -564,8 +590,8 @@ run_checkpoint(struct run *r, const char *reason, struct interval *iv)
 	if (r->w == NULL)
 		return;
 	ckpt_submit(r->w, &r->m, &r->o, &r->st, reason, &stall, &done, &cr);
-	if (done && checkpoint_done(r->mx, &cr, r->ro.quiet) != 0)
-		dist_abort(&r->d, TRAIN_EXIT_ERROR);
+	if (done && checkpoint_done(r, &cr) != 0)
+		dist_abort(&r->d, TRAIN_EXIT_IO);
 	iv->stall += stall;
 	iv->ckpt = 1;
 }
@@ -608,6 +634,8 @@ cmd_train(int argc, char **argv)
 	}
 	if (r.w != NULL && r.tc.keep_timed)
 		ckpt_writer_keep_timed(r.w);
+	if (r.w != NULL)
+		run_vocab(&r);
 
 	start = r.st.step;
 	if (r.mx != NULL)
@@ -654,8 +682,8 @@ cmd_train(int argc, char **argv)
 		run_max_i64(&r, ctl, 2);
 
 		if (r.w != NULL && ckpt_collect(r.w, 0, &cr) &&
-		    checkpoint_done(r.mx, &cr, r.ro.quiet) != 0)
-			dist_abort(&r.d, TRAIN_EXIT_ERROR);
+		    checkpoint_done(&r, &cr) != 0)
+			dist_abort(&r.d, TRAIN_EXIT_IO);
 		if (r.mx != NULL && (r.st.step % r.tc.log_every == 0 ||
 		    r.st.step == r.tc.steps || ctl[0]))
 			mx_step(&r, &so, &iv);
@@ -680,12 +708,23 @@ cmd_train(int argc, char **argv)
 			break;
 		}
 	}
-	if (r.w != NULL && ckpt_collect(r.w, 1, &cr))
-		status = checkpoint_done(r.mx, &cr, r.ro.quiet);
+	/* The last checkpoint has no next interval: it is written again
+	 * (after a pause, the old ones pruned) until it is, or has failed
+	 * CKPT_MAX_FAILURES times in a row. */
+	while (r.w != NULL && ckpt_collect(r.w, 1, &cr) &&
+	    (status = checkpoint_done(&r, &cr)) == 0 && cr.error != 0) {
+		char	reason[sizeof cr.reason];
+		double	stall;
+		int	done;
+
+		memcpy(reason, cr.reason, sizeof reason);
+		sleep_until_mono(mono_s() + 1.0);
+		ckpt_submit(r.w, &r.m, &r.o, &r.st, reason, &stall, &done, &cr);
+	}
 	/* rank 0's last write is part of the attempt: the others wait */
 	run_max_i64(&r, &zero, 1);
 	if (status != 0)
-		dist_abort(&r.d, TRAIN_EXIT_ERROR);
+		dist_abort(&r.d, TRAIN_EXIT_IO);
 	if (r.d.rank == 0 && rc == TRAIN_EXIT_PREEMPTED && !r.ro.quiet)
 		log_info("stopped by signal %d after step %lld: checkpoint written, exit 75",
 		    (int)stop_signal, (long long)r.st.step);

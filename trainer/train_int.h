@@ -47,6 +47,7 @@ struct run {
 	int			 ncclenv;	/* ranks from WORLD_SIZE/RANK, not MPI */
 	struct gpu_trainer	*gpu;
 	int64_t			 skipped;	/* fp16 steps skipped (inf/NaN) */
+	int			 ckpt_failures;	/* checkpoint writes failed in a row */
 };
 
 /* train.json first (wherever --config stands), then the flags over it

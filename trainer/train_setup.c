@@ -58,8 +58,12 @@ model_config(const struct train_config *tc, const struct shard_info *si,
 		if (model_load_config(path, c, err, sizeof err) != 0)
 			usage_fail("init: %s", err);
 		free(path);
+		/* the shards decide the labels; a classifier of another
+		 * number is started afresh (model_load_weights) */
+		c->num_labels = tc->task == TASK_CLASSIFY ? (int)si->num_labels : 2;
 	}
 	c->hidden_dropout = c->attn_dropout = (float)tc->dropout;
+	c->label_names = tc->task == TASK_CLASSIFY ? si->label_names : NULL;
 	if (bert_config_check(c, err, sizeof err) != 0)
 		usage_fail("bad model configuration: %s", err);
 	if (tc->seq_len > c->max_position)
@@ -323,7 +327,7 @@ run_open(struct run *r, int argc, char **argv)
 		char *path;
 
 		xasprintf(&path, "%s/model.safetensors", tc->init);
-		if (model_load_weights(&r->m, path, err, sizeof err) != 0)
+		if (model_load_weights(&r->m, path, 0, err, sizeof err) != 0)
 			usage_fail("init: %s", err);
 		free(path);
 	}
@@ -343,6 +347,24 @@ run_open(struct run *r, int argc, char **argv)
 	r->st.loss_scale = 1.0f;
 }
 
+/* metrics.jsonl's record of a checkpoint resume passed over. */
+static void
+mx_skipped(void *ctx, int64_t step, const char *why)
+{
+	struct metrics_writer	*mx = ctx;
+	char			 path[64];
+
+	if (mx == NULL)
+		return;
+	snprintf(path, sizeof path, RUNDIR_CHECKPOINTS "/" CKPT_DIR_PREFIX
+	    "%" PRId64, step);
+	mx_begin(mx, MX_EV_CHECKPOINT_SKIPPED);
+	mx_str(mx, MX_PATH, path);
+	mx_str(mx, MX_WHY, why);
+	if (mx_end(mx) != 0)
+		log_warn("metrics.jsonl: %s", strerror(errno));
+}
+
 /* Resume: rank 0 picks the checkpoint, every rank loads that one (the
  * weights, the moments, the counters, the loader's position). */
 void
@@ -359,7 +381,8 @@ run_resume(struct run *r)
 
 		if (autom) {
 			ckpt_cleanup(tc->out);
-			if (ckpt_find(tc->out, &r->c, &dir, err, sizeof err) != 0)
+			if (ckpt_find(tc->out, &r->c, &dir, mx_skipped, r->mx,
+			    err, sizeof err) != 0)
 				hdr[1] = 1;
 			else if (dir != NULL)
 				hdr[0] = strtoll(strrchr(dir, '/') + 6, NULL, 10);

@@ -2,9 +2,10 @@
 # launch's status.json reason from the ranks' exits (docs/contracts.md),
 # over 2 agents and mpirun. A rank exiting 75 (the trainer checkpointed and
 # stopped) -> preempted, resumable; exit 3 (out of memory) -> oom, not
-# resumable; killed by a signal launch did not send -> node_fail,
-# resumable, naming rank, node and signal; another exit -> failed, with
-# the rank's last error line on stderr in the message.
+# resumable; exit 74 (3 checkpoint writes failed) -> io; killed by a
+# signal launch did not send -> node_fail, resumable, naming rank, node
+# and signal; another exit -> failed, with the rank's last error line on
+# stderr in the message.
 . "$top_srcdir/tests/agent/lib.sh"
 if ! command -v mpirun >/dev/null; then
 	echo "$test_name: skipped: no Open MPI (mpirun)"
@@ -62,6 +63,13 @@ has '"reason": "oom"' "exit 3"
 has '"resumable": false' "exit 3"
 has '"failed_node": "node2"' "exit 3"
 ok "a rank exits 3: oom (6), not resumable"
+
+run_case exit 74
+[ "$rc" = 7 ] || fail "exit 74: launch exited $rc: $(cat "$work/err")"
+has '"reason": "io"' "exit 74"
+has '"failed_rank": 1' "exit 74"
+has '"message": "rank 1 could not write its checkpoints (exit 74)' "exit 74"
+ok "a rank exits 74 (checkpoint writes failed): io (7), resumable"
 
 run_case kill KILL wait
 [ "$rc" = 4 ] || fail "SIGKILL: launch exited $rc: $(cat "$work/err")"

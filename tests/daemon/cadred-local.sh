@@ -48,17 +48,22 @@ if command -v python3 >/dev/null 2>&1; then
 	wait_until 20 test -f "$work/hook/ready" || fail "webhook receiver"
 	hook="notify: { webhook: \"http://127.0.0.1:$(cat "$work/hook/port")/\", on: [requeued, done] }"
 fi
-cat > "$work/requeue.yaml" <<SPEC
+# local_spec FILE NAME SEED [LINE]: a spec of one run on the local backend;
+# the seed picks the fake trainer's modes (ctl/mode-SEED)
+local_spec() {
+	cat > "$1" <<SPEC
 version: 1
-name: localrequeue
+name: $2
 scheduler: { backend: local, time_limit: 5m }
 agent: { startup_timeout: 30s }
-trainer: { model: bert-tiny, data: /nonexistent, steps: 8, seed: 75 }
+trainer: { model: bert-tiny, data: /nonexistent, steps: 8, seed: $3 }
 measure: { skip_steps: 0 }
 retries: { backoff: 1s }
-$hook
+${4:-}
 SPEC
-echo "75 0" > "$work/ctl/mode-75"
+}
+local_spec "$work/requeue.yaml" localrequeue 75 "$hook"
+echo "75 k0" > "$work/ctl/mode-75"
 cadred_start
 id=$(cadre submit "$work/requeue.yaml" 2>/dev/null)
 r=$(run_ids "$work/requeue.yaml")
@@ -66,6 +71,12 @@ if wait_run 120 "$r" done; then
 	check_att=$(run_field "$r" attempts)
 	[ "$check_att" = 2 ] && pass "cadred, local: preempted once, requeued, done" ||
 	    fail "cadred, local: $check_att attempts"
+	# the resume passed over a checkpoint: cadre status RUN says so
+	cadre status "$r" > "$work/st" 2>&1
+	grep -q "^  resume passed over checkpoints/step-6: fake: meta.json does not parse\$" "$work/st" &&
+	    [ "$(run_field "$r" checkpoint_skipped)" = "checkpoints/step-6: fake: meta.json does not parse" ] &&
+	    pass "cadre status RUN (and --json) shows the checkpoint the resume passed over" ||
+	    fail "checkpoint_skipped not shown: $(cat "$work/st")"
 else
 	fail "cadred, local: $(run_field "$r" state): $(tail -n 5 "$work/d/cadred.log")"
 fi
@@ -78,6 +89,19 @@ if [ -n "$hook" ]; then
 	else
 		fail "webhooks: $(cat "$work/hook/bodies" 2>/dev/null)"
 	fi
+fi
+# three checkpoint writes failed (exit 74): reason io, not in retries.on's
+# default, so not resubmitted onto the same disk
+local_spec "$work/io.yaml" localio 74
+echo "74" > "$work/ctl/mode-74"
+cadre submit "$work/io.yaml" > /dev/null 2>&1
+r=$(run_ids "$work/io.yaml")
+if wait_run 120 "$r" failed; then
+	[ "$(run_field "$r" attempts)" = 1 ] && run_field "$r" reason | grep -q "^io (not in retries.on): rank 0 could not write its checkpoints (exit 74)" &&
+	    pass "exit 74: reason io, failed without a retry" ||
+	    fail "io: $(run_field "$r" attempts) attempts, reason $(run_field "$r" reason)"
+else
+	fail "io: $(run_field "$r" state): $(tail -n 5 "$work/d/cadred.log")"
 fi
 [ -n "$id" ] || fail "submit printed no id"
 exit $failed

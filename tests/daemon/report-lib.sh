@@ -109,9 +109,11 @@ make_experiment() {
 			status "$rd" "done" 0 ""
 			setstate "$run" "done" ;;
 		0.2)
-			# resumed from step 15 after a node failure: 20 again
+			# resumed from step 15 after a node failure (step-20
+			# did not verify): 20 again
 			metrics "$m" "$base" 5 20
 			status "$rd" node_fail 137 "rank 0 on node1 killed by signal 9"
+			echo '{"event":"checkpoint_skipped","path":"checkpoints/step-20","why":"meta.json: not JSON"}' >> "$m"
 			metrics "$m" "$base" 20 40 15
 			summary "$m" 40 $((100000000 + nodes * 1000000 + rep))
 			status "$rd" "done" 0 ""

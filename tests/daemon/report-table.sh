@@ -47,6 +47,13 @@ if command -v python3 >/dev/null 2>&1; then
 	*) fail "4-node row: $(cells "$c4")" ;;
 	esac
 fi
+resrun=$(awk '$2 == 0 && $3 == 2 { print $1 }' "$sd/runs.txt")
+if grep -q '^Checkpoints passed over on resume' "$work/out" &&
+    grep -q "^- $resrun: checkpoints/step-20: meta.json: not JSON\$" "$work/out"; then
+	pass "the checkpoint a resume passed over is listed: $(grep "^- $resrun" "$work/out")"
+else
+	fail "checkpoint_skipped not listed"
+fi
 oomrun=$(awk '$2 == 1 && $3 == 3 { print $1 }' "$sd/runs.txt")
 failrun=$(awk '$2 == 0 && $3 == 3 { print $1 }' "$sd/runs.txt")
 if grep -q "^| $oomrun .*| oom " "$work/out" &&

@@ -117,7 +117,7 @@ test_roundtrip(void)
 	st.loss_scale = 1.0f;
 	st.wall_time = 1700000000.5;
 
-	EXPECT(ckpt_find(workdir, &c, &dir, err, sizeof err) == 0 && dir == NULL,
+	EXPECT(ckpt_find(workdir, &c, &dir, NULL, NULL, err, sizeof err) == 0 && dir == NULL,
 	    "no checkpoints yet: start fresh (%s)", err);
 	EXPECT(ckpt_write(workdir, 2, &m, m.params_mem, o.m, o.v, &st, &bytes, err,
 	    sizeof err) == 0, "ckpt_write: %s", err);
@@ -152,7 +152,7 @@ test_roundtrip(void)
 	EXPECT(ckpt_verify_dir("step-9", &c, err, sizeof err) == 0, "step-9 sums: %s", err);
 
 	/* load step-9 into a fresh model: the weights as submitted */
-	EXPECT(ckpt_find(workdir, &c, &dir, err, sizeof err) == 0 && dir != NULL &&
+	EXPECT(ckpt_find(workdir, &c, &dir, NULL, NULL, err, sizeof err) == 0 && dir != NULL &&
 	    strstr(dir, "step-9") != NULL, "find: %s %s", dir ? dir : "(none)", err);
 	bert_model_init(&m2, &c);
 	memset(&o2, 0, sizeof o2);
@@ -169,7 +169,7 @@ test_roundtrip(void)
 
 	/* another model size: an error naming both, no fallback */
 	small_config(&c2, 12);
-	EXPECT(ckpt_find(workdir, &c2, &dir, err, sizeof err) == CADRE_ERR_INVALID &&
+	EXPECT(ckpt_find(workdir, &c2, &dir, NULL, NULL, err, sizeof err) == CADRE_ERR_INVALID &&
 	    strstr(err, "L1 H8 A2 I16 V50 P16") != NULL &&
 	    strstr(err, "L1 H12 A2 I16 V50 P16") != NULL, "another size: %s", err);
 	free(dir);
@@ -177,7 +177,7 @@ test_roundtrip(void)
 
 	/* latest corrupt: step-7 is used, step-9 set aside */
 	corrupt("checkpoints/step-9/trainer_state.safetensors");
-	EXPECT(ckpt_find(workdir, &c, &dir, err, sizeof err) == 0 && dir != NULL &&
+	EXPECT(ckpt_find(workdir, &c, &dir, NULL, NULL, err, sizeof err) == 0 && dir != NULL &&
 	    strstr(dir, "step-7") != NULL, "fallback: %s", dir ? dir : err);
 	EXPECT(path_exists("%s/checkpoints/%s", ".corrupt-step-9"), "step-9 set aside");
 	free(dir);
@@ -198,14 +198,14 @@ test_roundtrip(void)
 	}
 	ckpt_cleanup(workdir);
 	EXPECT(!path_exists("%s/checkpoints/%s", ".tmp-step-11"), "cleanup removes .tmp");
-	EXPECT(ckpt_find(workdir, &c, &dir, err, sizeof err) == 0 && dir != NULL &&
+	EXPECT(ckpt_find(workdir, &c, &dir, NULL, NULL, err, sizeof err) == 0 && dir != NULL &&
 	    strstr(dir, "step-7") != NULL, "latest missing: %s", dir ? dir : err);
 	free(dir);
 	dir = NULL;
 
 	/* all corrupt: an error, nothing set aside */
 	corrupt("checkpoints/step-7/model.safetensors");
-	EXPECT(ckpt_find(workdir, &c, &dir, err, sizeof err) == CADRE_ERR_IO &&
+	EXPECT(ckpt_find(workdir, &c, &dir, NULL, NULL, err, sizeof err) == CADRE_ERR_IO &&
 	    dir == NULL && strstr(err, "none of the 1 checkpoints verifies") != NULL,
 	    "all corrupt: %s", err);
 	EXPECT(path_exists("%s/checkpoints/%s", "step-7"), "the bad one stays for a look");

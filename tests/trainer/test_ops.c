@@ -324,7 +324,7 @@ whole_f(void *v)
 static void
 test_model(enum bert_task task, int ckpt)
 {
-	struct bert_config c = { 2, 8, 2, 12, 11, 6, 2, 3, task, 1e-5f, 0.1f, 0.1f };
+	struct bert_config c = { 2, 8, 2, 12, 11, 6, 2, 3, task, 1e-5f, 0.1f, 0.1f, NULL };
 	struct bert_model m;
 	int32_t ids[10] = { 1, 3, 5, 7, 0, 1, 9, 2, 4, 10 };
 	int32_t types[10] = { 0, 0, 1, 1, 0, 0, 0, 1, 1, 1 };

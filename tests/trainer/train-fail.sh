@@ -1,8 +1,9 @@
 #!/bin/sh
 # `cadre-train train` when things go wrong: SIGKILL in the middle of a
 # checkpoint write (the previous one loads, and the resumed run is exact),
-# a disk that fills during a checkpoint (root only: a small tmpfs), a
-# corrupt newest checkpoint (warning, fallback), every checkpoint corrupt
+# a disk that fills during checkpoints (root only: a small tmpfs; training
+# goes on, exit 74 after 3 failures in a row), a corrupt newest checkpoint
+# (warning, a checkpoint_skipped event, fallback), every checkpoint corrupt
 # (exit 2), a checkpoint of another model size (exit 2 naming both), a
 # model over the memory limit (exit 3), bad train.json files (exit 2
 # naming the key), and a shard corrupted behind its verification record
@@ -55,6 +56,12 @@ if [ $st -eq 0 ] && grep -q 'step-8.*model.safetensors: SHA-256 .* does not matc
 else
 	fail "corrupt step-8: exit $st $(cat "$work/err")"
 fi
+# the fallback on the record: before the attempt's start line
+sed -n '/"event":"checkpoint_skipped"/,$p' "$work/c/metrics.jsonl" | sed -n 2p > "$work/next"
+grep -q '^{"event":"checkpoint_skipped","path":"checkpoints/step-8","why":".*step-8/model.safetensors: SHA-256 [0-9a-f.]* does not match meta.json' \
+    "$work/c/metrics.jsonl" && grep -q '"event":"start",.*"resumed_from":"checkpoints/step-5"' "$work/next" &&
+    pass "metrics.jsonl: checkpoint_skipped for step-8, then start resumed_from step-5" ||
+    fail "no checkpoint_skipped event before the start: $(grep skipped "$work/c/metrics.jsonl")"
 cmp -s "$work/ref/checkpoints/step-10/model.safetensors" \
     "$work/c/checkpoints/step-10/model.safetensors" &&
     pass "after the fallback: final weights equal the uninterrupted run" ||
@@ -80,29 +87,59 @@ write_cfg "$work/m2.json" "$work/shards" "$work/m" steps 6 \
 [ $st -eq 2 ] && grep -q "model is L2 H32 A2 I64 V128 P64 but this run's is L2 H64 A2 I64 V128 P64" "$work/err" &&
     pass "another model size: exit 2 naming both" || fail "another size: exit $st $(cat "$work/err")"
 
-# --- a disk that fills during a checkpoint (a 3 MiB tmpfs; root only)
+# --- a disk that fills during checkpoints (a 3 MiB tmpfs; root only).
+# Timed checkpoints every second, steps of 300 ms: the first that fails is
+# an error event and training goes on, step-5 intact; space is freed when
+# that event appears, and the next ones are written. Then a full disk at
+# the final checkpoint: written again twice, and after the third failure
+# in a row exit 74 (io), the last checkpoint intact.
 if [ "$(id -u)" -eq 0 ] && mkdir "$work/tmpfs" && mount -t tmpfs -o size=3m tmpfs "$work/tmpfs" 2> /dev/null; then
 	trap 'umount "$work/tmpfs" 2> /dev/null; rm -rf "$work"' EXIT
-	write_cfg "$work/f.json" "$work/shards" "$work/tmpfs/f" steps 10
+	fd="$work/tmpfs/f"
+	write_cfg "$work/f.json" "$work/shards" "$fd" steps 20
 	"$tool" train --config "$work/f.json" --quiet --stop-after 5
 	dd if=/dev/zero of="$work/tmpfs/fill" bs=64k 2> /dev/null
 	truncate -s -64k "$work/tmpfs/fill"
-	"$tool" train --config "$work/f.json" --quiet 2> "$work/err"; st=$?
-	if [ $st -eq 1 ] && grep -q 'No space left on device' "$work/err" &&
-	    grep -q '"event":"error","kind":"io"' "$work/tmpfs/f/metrics.jsonl" &&
-	    [ "$(cat "$work/tmpfs/f/checkpoints/latest")" = "step-5" ] &&
-	    [ -z "$(find "$work/tmpfs/f/checkpoints" -name '.tmp-*')" ]; then
-		pass "disk full during a checkpoint: exit 1, clear error, step-5 intact"
+	"$tool" train --config "$work/f.json" --quiet --checkpoint-every 1 \
+	    --min-step-ms 300 2> "$work/err" & pid=$!
+	wait_for 30 grep -q '"event":"error","kind":"io"' "$fd/metrics.jsonl"
+	cat "$fd/checkpoints/latest" > "$work/latest-then"
+	ls -a "$fd/checkpoints" > "$work/ls-then"
+	sed -n 's/.*"model.safetensors": "\([0-9a-f]*\)".*/\1/p' "$fd/checkpoints/step-5/meta.json" \
+	    > "$work/sum-meta"
+	sha256sum < "$fd/checkpoints/step-5/model.safetensors" | cut -d' ' -f1 > "$work/sum-then"
+	rm -f "$work/tmpfs/fill"
+	wait $pid; st=$?
+	after=$(sed -n '/"event":"error","kind":"io"/,$p' "$fd/metrics.jsonl" | grep -c '"event":"step"')
+	if [ $st -eq 0 ] && grep -q 'No space left on device' "$work/err" &&
+	    grep -q '"event":"error","kind":"io","message":".*No space left on device' "$fd/metrics.jsonl" &&
+	    [ "$(cat "$work/latest-then")" = "step-5" ] && cmp -s "$work/sum-meta" "$work/sum-then" &&
+	    ! grep -q '^\.tmp-' "$work/ls-then" && [ "$after" -gt 0 ] &&
+	    grep -q '"event":"checkpoint","step":[0-9]*,.*"reason":"timed"' "$fd/metrics.jsonl" &&
+	    [ "$(cat "$fd/checkpoints/latest")" = "step-20" ]; then
+		pass "disk full at a timed checkpoint: error event, step-5 intact, $after steps went on, later checkpoints written, exit 0"
 	else
-		fail "disk full: exit $st $(cat "$work/err")"
+		fail "disk full: exit $st, latest then $(cat "$work/latest-then"), $after steps after: $(cat "$work/err")"
+	fi
+	write_cfg "$work/f.json" "$work/shards" "$fd" steps 24
+	dd if=/dev/zero of="$work/tmpfs/fill" bs=64k 2> /dev/null
+	"$tool" train --config "$work/f.json" --quiet 2> "$work/err"; st=$?
+	n=$(sed -n '/"event":"start",.*"step":20,/,$p' "$fd/metrics.jsonl" | grep -c '"event":"error","kind":"io"')
+	if [ $st -eq 74 ] && [ "$n" -eq 3 ] && grep -q 'failed (3 in a row)' "$work/err" &&
+	    [ "$(cat "$fd/checkpoints/latest")" = "step-20" ] &&
+	    [ -z "$(find "$fd/checkpoints" -name '.tmp-*')" ]; then
+		pass "disk full at the final checkpoint: written 3 times, then exit 74 (io), step-20 intact"
+	else
+		fail "3 failures: exit $st, $n error events, latest $(cat "$fd/checkpoints/latest"): $(cat "$work/err")"
 	fi
 	rm -f "$work/tmpfs/fill"
 	"$tool" train --config "$work/f.json" --quiet 2> "$work/err"; st=$?
-	[ $st -eq 0 ] && pass "space freed: resumed from step-5 and finished" ||
+	[ $st -eq 0 ] && [ "$(cat "$fd/checkpoints/latest")" = "step-24" ] &&
+	    pass "space freed: resumed from step-20 and finished" ||
 	    fail "after freeing space: exit $st $(cat "$work/err")"
 	umount "$work/tmpfs"
 else
-	echo "SKIP: disk-full case (needs root to mount a tmpfs)"
+	echo "SKIP: disk-full cases (need root to mount a tmpfs)"
 fi
 
 # --- a model that cannot fit the memory limit: exit 3 and an oom line

@@ -151,6 +151,16 @@ START_TEST(test_metrics)
 	ck_assert(p.samples_per_s == 50.5);
 	ck_assert(p.elapsed_s == 4);
 	ck_assert_int_eq(p.complete, 0);
+	ck_assert_str_eq(p.skipped, "");
+	/* a resume's fallback: the last one in the tail */
+	t = "{\"event\":\"checkpoint_skipped\",\"path\":\"checkpoints/step-9\","
+	    "\"why\":\"a\"}\n{\"event\":\"checkpoint_skipped\",\"path\":"
+	    "\"checkpoints/step-8\",\"why\":\"meta.json: bad\"}\n"
+	    "{\"event\":\"checkpoint_skipped\",\"path\":7}\n"
+	    "{\"event\":\"start\",\"step\":5}\n";
+	monitor_parse_metrics(t, strlen(t), &p);
+	ck_assert_int_eq(p.step, 5);
+	ck_assert_str_eq(p.skipped, "checkpoints/step-8: meta.json: bad");
 	/* a cut first line, garbage, a line being written, no newline */
 	t = "p\":3}\nnot json\n{\"event\":\"step\",\"step\":7,"
 	    "\"samples_per_s\":1e3}\n[1,2]\n{\"event\":\"summary\",\"step\":8,"

@@ -129,6 +129,8 @@ START_TEST(test_bad_lines)
 		    "\"elapsed_s\":1,\"samples_per_s\":1}",
 		"{\"event\":\"summary\",\"peak_rss_bytes\":\"big\"}",
 		"{\"event\":\"eval\",\"accuracy\":\"high\"}",
+		"{\"event\":\"checkpoint_skipped\",\"path\":\"checkpoints/step-8\"}",
+		"{\"event\":\"checkpoint_skipped\",\"path\":1,\"why\":\"x\"}",
 		"{\"event\":\"step\",\"step\":20,\"loss\":1e999,\"elapsed_s\":1,"
 		    "\"samples_per_s\":1}",
 		NULL
@@ -149,6 +151,13 @@ START_TEST(test_bad_lines)
 	ck_assert_uint_eq(m.nsps, 0);
 	ck_assert_int_eq(m.peak_rss, -1);
 	ck_assert(isnan(m.eval_accuracy));
+	ck_assert_uint_eq(m.nskipped, 0);
+	/* a resume's fallbacks are kept, up to a bound */
+	for (i = 0; i < REPORT_SKIPPED_MAX + 3; i++)
+		ck_assert_int_eq(feed(&m, "{\"event\":\"checkpoint_skipped\","
+		    "\"path\":\"checkpoints/step-8\",\"why\":\"corrupt\"}"), 0);
+	ck_assert_uint_eq(m.nskipped, REPORT_SKIPPED_MAX);
+	ck_assert_str_eq(m.skipped[0], "checkpoints/step-8: corrupt");
 	/* a line over the bound is refused before it is parsed */
 	big = xmalloc(RUNDIR_LINE_MAX + 2);
 	memset(big, ' ', RUNDIR_LINE_MAX + 1);

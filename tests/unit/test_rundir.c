@@ -91,7 +91,8 @@ START_TEST(test_words)
 
 	for (i = 0; rundir_status_reasons[i] != NULL; i++)
 		ck_assert(rundir_status_reason_known(rundir_status_reasons[i]));
-	ck_assert_int_eq(i, 6);
+	ck_assert_int_eq(i, 7);
+	ck_assert(rundir_status_reason_known(REASON_IO));
 	ck_assert(!rundir_status_reason_known(REASON_TIMEOUT));
 	ck_assert(!rundir_status_reason_known("Done"));
 	ck_assert(!rundir_status_reason_known(""));
