@@ -31,6 +31,7 @@
 struct export_opts {
 	int64_t		 at;		/* seconds; -1: not given */
 	int64_t		 step;		/* -1: not given */
+	int		 final;		/* the newest complete checkpoint */
 	const char	*state_dir;
 };
 
@@ -51,7 +52,9 @@ export_opt(void *ctx, const char *name, const char *arg)
 			    "a step number", arg);
 			return CADRE_ERR_INVALID;
 		}
-	} else if (strcmp(name, "state-dir") == 0)
+	} else if (strcmp(name, "final") == 0)
+		o->final = 1;
+	else if (strcmp(name, "state-dir") == 0)
 		o->state_dir = arg;
 	return 0;
 }
@@ -83,6 +86,36 @@ pick_one(void *ctx, const struct state_checkpoint *c)
 		p->c.eval_error = NULL;
 	}
 	return 0;
+}
+
+/* The run's newest complete checkpoint, as checkpoints/latest names it
+ * (the final one of a done run): c->path and c->step. */
+static int
+final_checkpoint(const char *run_dir, struct state_checkpoint *c)
+{
+	struct cbuf	b;
+	char		*path;
+	int64_t		 step;
+	int		 rc = CADRE_ERR_NOT_FOUND;
+
+	xasprintf(&path, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_LATEST, run_dir);
+	cbuf_init(&b, 256);
+	if (cbuf_read_file(&b, path) == 0 && b.len > 0) {
+		while (b.len > 0 && (b.data[b.len - 1] == '\n' ||
+		    b.data[b.len - 1] == ' '))
+			b.data[--b.len] = '\0';
+		if (strncmp(b.data, CKPT_DIR_PREFIX, strlen(CKPT_DIR_PREFIX)) ==
+		    0 && str_to_int64(b.data + strlen(CKPT_DIR_PREFIX),
+		    &step) == 0 && step >= 0) {
+			memset(c, 0, sizeof *c);
+			xasprintf(&c->path, RUNDIR_CHECKPOINTS "/%s", b.data);
+			c->step = step;
+			rc = 0;
+		}
+	}
+	cbuf_free(&b);
+	free(path);
+	return rc;
 }
 
 /* Copies src to dst (created 0644). */
@@ -161,7 +194,7 @@ target_ok(const char *dir)
 static int
 run_export(const struct cli_command *cmd, int argc, char **argv)
 {
-	struct export_opts	 o = { -1, -1, NULL };
+	struct export_opts	 o = { -1, -1, 0, NULL };
 	struct state		*st = NULL;
 	struct state_run	 sr;
 	struct collect_meta	 meta;
@@ -184,9 +217,9 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 		cli_usage_error(cmd, "expected RUN and DIR");
 		return CLI_EXIT_USAGE;
 	}
-	if ((o.at < 0) == (o.step < 0)) {
+	if ((o.at >= 0) + (o.step >= 0) + o.final != 1) {
 		cli_usage_error(cmd, "name the checkpoint with --at TIME (e.g. "
-		    "20m) or --step N, one of them");
+		    "20m), --step N or --final, one of them");
 		return CLI_EXIT_USAGE;
 	}
 	run = argv[first];
@@ -200,7 +233,16 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 	run = sr.id;
 	have_run = 1;
 	p.o = &o;
-	if ((rc = state_list_checkpoints(st, run, pick_one, &p)) != 0) {
+	if (o.final) {
+		if (final_checkpoint(sr.run_dir, &p.c) != 0) {
+			fprintf(stderr, "cadre export: run %s has no final "
+			    "checkpoint (%s/" RUNDIR_CHECKPOINTS "/" CKPT_LATEST
+			    " names none): --at or --step names a timed one "
+			    "(cadre status %s lists them)\n", run, sr.run_dir,
+			    run);
+			goto out;
+		}
+	} else if ((rc = state_list_checkpoints(st, run, pick_one, &p)) != 0) {
 		fprintf(stderr, "cadre export: %s\n", cadre_strerror(rc));
 		goto out;
 	}
@@ -302,10 +344,15 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 	}
 	free(tmp);
 	tmp = NULL;
-	duration_format((int64_t)llround(p.c.due_s), d, sizeof d);
-	printf("run %s: checkpoint %s (at %s: step %" PRId64 ", %" PRId64
-	    " samples, trained %.1f s) exported to %s\n", run, p.c.path, d,
-	    p.c.step, p.c.samples, p.c.elapsed_s, dir);
+	if (o.final)
+		printf("run %s: checkpoint %s (the newest, step %" PRId64 ") "
+		    "exported to %s\n", run, p.c.path, p.c.step, dir);
+	else {
+		duration_format((int64_t)llround(p.c.due_s), d, sizeof d);
+		printf("run %s: checkpoint %s (at %s: step %" PRId64 ", %" PRId64
+		    " samples, trained %.1f s) exported to %s\n", run, p.c.path,
+		    d, p.c.step, p.c.samples, p.c.elapsed_s, dir);
+	}
 	ret = CLI_EXIT_OK;
 
  out:
@@ -339,6 +386,8 @@ static const struct cli_option export_options[] = {
 	{ "at", 'a', "TIME", "The timed checkpoint at this training time "
 	    "(20m, 1h; a multiple of trainer.checkpoint_every)" },
 	{ "step", 's', "N", "Or the timed checkpoint of step N" },
+	{ "final", 0, NULL, "Or the run's newest complete checkpoint (a done "
+	    "run's final one)" },
 	{ "state-dir", 0, "DIR", "State directory (default: $CADRE_STATE_DIR, "
 	    "...)" },
 	{ NULL, 0, NULL, NULL }
@@ -356,8 +405,9 @@ const struct cli_command cli_cmd_export = {
 	    "AutoModelForPreTraining (or AutoModelForSequenceClassification,\n"
 	    "labels named as in labels.txt) .from_pretrained(DIR) load it. The\n"
 	    "checkpoint is one cadred recorded (cadre status RUN lists them):\n"
-	    "--at TIME names it by its training time, --step N by its step. DIR\n"
-	    "appears whole or not at all.",
+	    "--at TIME names it by its training time, --step N by its step;\n"
+	    "--final takes the run's newest complete checkpoint (checkpoints/latest,\n"
+	    "a done run's final one). DIR appears whole or not at all.",
 	.options = export_options,
 	.run = run_export,
 };

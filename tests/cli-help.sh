@@ -44,7 +44,7 @@ operands() {
 	status|keys) ;;
 	export)
 		case ${2:-} in
-		at|step) echo "nosuchrun $tmp/export" ;;
+		at|step|final) echo "nosuchrun $tmp/export" ;;
 		*) echo "--step 1 nosuchrun $tmp/export" ;;
 		esac ;;
 	*) echo nosuchexp ;;

@@ -10,7 +10,8 @@
 #     eval.jsonl) as tests/daemon/timed_check.py reads them;
 #   - `cadre report --at 2m` gives the steps, samples, samples/s and
 #     accuracy that timed_check.py recomputes from the raw files;
-#   - `cadre export RUN --at 2m DIR` is a directory transformers loads
+#   - `cadre export RUN --at 2m DIR` is a directory transformers loads;
+#     `--final` exports the run's newest checkpoint
 #     (where it is installed: tests/reference/setup.sh).
 # Each step takes at least 400 ms (the trainer's --min-step-ms), so the
 # 1- and 2-minute marks fall inside every run on any machine.
@@ -179,6 +180,13 @@ cadre export "$victim" --at 2m "$work/hf" > "$work/export4.out" 2>&1
 check "export into a non-empty directory refused: exit 1" "$?" 1
 cadre export "$victim" "$work/hf5" > "$work/export5.out" 2>&1
 check "export without --at or --step: exit 2" "$?" 2
+# the final checkpoint: checkpoints/latest's, verified as a timed one is
+if cadre export "${victim%??????}" --final "$work/hf-final" > "$work/export6.out" 2>&1 &&
+    [ -s "$work/hf-final/config.json" ] && [ -s "$work/hf-final/model.safetensors" ]; then
+	pass "cadre export --final (by a start of the run id): $(cat "$work/export6.out")"
+else
+	fail "cadre export --final: $(cat "$work/export6.out")"
+fi
 if py=$(CADRE_NO_INSTALL=${CADRE_NO_INSTALL:-0} sh "$top_srcdir/tests/reference/setup.sh" 2>/dev/null) &&
     "$py" -c 'import transformers' 2>/dev/null; then
 	"$py" "$top_srcdir/tests/trainer/hf_load.py" "$work/hf" --tokenizer || failed=1
