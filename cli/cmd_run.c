@@ -526,8 +526,32 @@ run_cancel(const struct cli_command *cmd, int argc, char **argv)
 	}
 	req = proto_request(PROTO_OP_CANCEL);
 	json_object_set_new(req, "target", json_string(argv[first]));
-	rc = client_request(req, &rep, err, sizeof err);
+	rc = local_only ? CADRE_ERR_NOT_FOUND : client_request(req, &rep, err,
+	    sizeof err);
 	json_decref(req);
+	if (rc == CADRE_ERR_NOT_FOUND) {
+		/* no cadred (or --state-dir): the jobs are cancelled from
+		 * here, with the scheduler, and recorded in the state */
+		struct cli_local	l;
+		char			id[SPEC_ID_LEN + 1];
+		int64_t			n = 0;
+
+		if (cli_local_open("cancel", o.config, 0, &l) != 0)
+			return CLI_EXIT_FAIL;
+		rc = monitor_load(l.m, argv[first], id, sizeof id, err,
+		    sizeof err);
+		if (rc == 0)
+			rc = monitor_cancel(l.m, argv[first], &n, err,
+			    sizeof err);
+		cli_local_close(&l);
+		if (rc != 0) {
+			fprintf(stderr, "cadre cancel: %s\n", err);
+			return CLI_EXIT_FAIL;
+		}
+		printf("cancelled %" PRId64 " run%s (%s)\n", n, n == 1 ? "" :
+		    "s", local_only ? "--state-dir" : "cadred is not running");
+		return CLI_EXIT_OK;
+	}
 	if (rc != 0) {
 		fprintf(stderr, "cadre cancel: %s\n", err);
 		return CLI_EXIT_FAIL;
@@ -713,6 +737,13 @@ static const struct cli_option status_options[] = {
 	    "of asking cadred" },
 	{ NULL, 0, NULL, NULL }
 };
+static const struct cli_option cancel_options[] = {
+	{ "state-dir", 0, "DIR", "Cancel from here, in this state directory, "
+	    "instead of asking cadred" },
+	{ "config", 0, "FILE", "Without cadred: the daemon config file "
+	    "(default: $XDG_CONFIG_HOME/cadre/cadred.conf)" },
+	{ NULL, 0, NULL, NULL }
+};
 static const struct cli_option watch_options[] = {
 	{ "state-dir", 0, "DIR", "Read this state directory here instead "
 	    "of asking cadred" },
@@ -791,8 +822,9 @@ const struct cli_command cli_cmd_logs = {
 const struct cli_command cli_cmd_cancel = {
 	"cancel", "EXP|RUN", "Cancel an experiment's or a run's jobs",
 	"Cancels every live job of EXP (or RUN) with the scheduler and marks "
-	"the\nunfinished runs cancelled.\n",
-	no_options, run_cancel
+	"the\nunfinished runs cancelled: through cadred, or from here when "
+	"cadred is not\nrunning (or with --state-dir).\n",
+	cancel_options, run_cancel
 };
 
 const struct cli_command cli_cmd_run = {

@@ -114,4 +114,15 @@ if wait_run 60 "$rd" failed &&
 else
 	fail "failed dependency: $(cadre status "$rd")"
 fi
+
+# cancel without cadred: from here, in the state directory; a done run
+# stays done
+cadred_stop TERM
+if cadre cancel "$ft" > "$work/out" 2> "$work/err" &&
+    grep -qx "cancelled 0 runs (cadred is not running)" "$work/out" &&
+    [ "$(run_field "$rft" state)" = done ]; then
+	pass "cancel without cadred: from here, nothing done undone"
+else
+	fail "cancel without cadred: $(cat "$work/out" "$work/err")"
+fi
 exit $failed
