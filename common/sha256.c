@@ -10,6 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "error.h"
@@ -17,11 +20,27 @@
 #include "sha256.h"
 #include "xmalloc.h"
 
+static pthread_once_t	crypto_once = PTHREAD_ONCE_INIT;
+
+/*
+ * No cleanup of libcrypto at exit: a process that exits (an error, a
+ * signal's handler) while another of its threads hashes (the loader's
+ * background check, a checkpoint writer) would free what that thread is
+ * using. The system takes the memory back.
+ */
+static void
+crypto_init(void)
+{
+	if (OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL) != 1)
+		fatalx("libcrypto: cannot initialise");
+}
+
 void
 sha256_init(struct sha256_ctx *c)
 {
 	EVP_MD_CTX	*md;
 
+	pthread_once(&crypto_once, crypto_init);
 	if ((md = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
 		fatalx("libcrypto: cannot start a SHA-256 digest");

@@ -63,7 +63,9 @@ train() {
 	id=$(submit "$rd") || fatal "submit"
 	# While it runs: both agents, then a rank, inside the image.
 	seen_agents=0 seen_rank=0 n=0
-	while [ $n -lt 600 ] && [ $seen_rank -eq 0 ]; do
+	# until both are seen (an agent's file may be read while it is being
+	# written) or the run has ended
+	while [ $n -lt 600 ] && { [ $seen_rank -eq 0 ] || [ $seen_agents -lt 2 ]; }; do
 		if [ $seen_agents -lt 2 ]; then
 			seen_agents=0
 			for f in "$rd"/agents/node1.json "$rd"/agents/node2.json; do
