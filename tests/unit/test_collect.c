@@ -265,7 +265,8 @@ START_TEST(test_collect_run)
 }
 END_TEST
 
-/* A database of schema 1 (before checkpoints) gets the table. */
+/* A database of schema 1 (before checkpoints and reruns) gets the table
+ * and the column. */
 START_TEST(test_migrate_v1)
 {
 	struct state	*st = NULL;
@@ -280,11 +281,12 @@ START_TEST(test_migrate_v1)
 	state_close(st);
 	ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(raw, "DROP TABLE checkpoints; "
+	    "ALTER TABLE runs DROP COLUMN rerun_base; "
 	    "PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(raw);
 	ck_assert_int_eq(state_open(db, &st), 0);
 	ck_assert_int_eq(state_schema_version(st, &v), 0);
-	ck_assert_int_eq(v, 2);
+	ck_assert_int_eq(v, STATE_SCHEMA_VERSION);
 	ck_assert_int_eq(state_add_experiment(st, "e", "n", "f", "t", "local",
 	    NULL), 0);
 	ck_assert_int_eq(state_add_run(st, "e", "r", "c", 1, "/x", NULL), 0);
