@@ -88,36 +88,6 @@ pick_one(void *ctx, const struct state_checkpoint *c)
 	return 0;
 }
 
-/* The run's newest complete checkpoint, as checkpoints/latest names it
- * (the final one of a done run): c->path and c->step. */
-static int
-final_checkpoint(const char *run_dir, struct state_checkpoint *c)
-{
-	struct cbuf	b;
-	char		*path;
-	int64_t		 step;
-	int		 rc = CADRE_ERR_NOT_FOUND;
-
-	xasprintf(&path, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_LATEST, run_dir);
-	cbuf_init(&b, 256);
-	if (cbuf_read_file(&b, path) == 0 && b.len > 0) {
-		while (b.len > 0 && (b.data[b.len - 1] == '\n' ||
-		    b.data[b.len - 1] == ' '))
-			b.data[--b.len] = '\0';
-		if (strncmp(b.data, CKPT_DIR_PREFIX, strlen(CKPT_DIR_PREFIX)) ==
-		    0 && str_to_int64(b.data + strlen(CKPT_DIR_PREFIX),
-		    &step) == 0 && step >= 0) {
-			memset(c, 0, sizeof *c);
-			xasprintf(&c->path, RUNDIR_CHECKPOINTS "/%s", b.data);
-			c->step = step;
-			rc = 0;
-		}
-	}
-	cbuf_free(&b);
-	free(path);
-	return rc;
-}
-
 /* Copies src to dst (created 0644). */
 static int
 copy_file(const char *src, const char *dst)
@@ -234,7 +204,9 @@ run_export(const struct cli_command *cmd, int argc, char **argv)
 	have_run = 1;
 	p.o = &o;
 	if (o.final) {
-		if (final_checkpoint(sr.run_dir, &p.c) != 0) {
+		memset(&p.c, 0, sizeof p.c);
+		if (rundir_latest_checkpoint(sr.run_dir, &p.c.path,
+		    &p.c.step) != 0) {
 			fprintf(stderr, "cadre export: run %s has no final "
 			    "checkpoint (%s/" RUNDIR_CHECKPOINTS "/" CKPT_LATEST
 			    " names none): --at or --step names a timed one "

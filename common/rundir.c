@@ -9,6 +9,8 @@
 #include "buf.h"
 #include "error.h"
 #include "rundir.h"
+#include "strutil.h"
+#include "xmalloc.h"
 
 long long
 rundir_ckpt_step(const char *name)
@@ -152,4 +154,30 @@ int
 run_state_final(enum run_state s)
 {
 	return s == RUN_DONE || s == RUN_FAILED || s == RUN_CANCELLED;
+}
+
+int
+rundir_latest_checkpoint(const char *run_dir, char **rel, int64_t *step)
+{
+	struct cbuf	b;
+	char		*path;
+	int		 rc = CADRE_ERR_NOT_FOUND;
+
+	*rel = NULL;
+	xasprintf(&path, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_LATEST, run_dir);
+	cbuf_init(&b, 256);
+	if (cbuf_read_file(&b, path) == 0 && b.len > 0) {
+		while (b.len > 0 && (b.data[b.len - 1] == '\n' ||
+		    b.data[b.len - 1] == ' '))
+			b.data[--b.len] = '\0';
+		if (strncmp(b.data, CKPT_DIR_PREFIX, strlen(CKPT_DIR_PREFIX)) ==
+		    0 && str_to_int64(b.data + strlen(CKPT_DIR_PREFIX),
+		    step) == 0 && *step >= 0) {
+			xasprintf(rel, RUNDIR_CHECKPOINTS "/%s", b.data);
+			rc = 0;
+		}
+	}
+	cbuf_free(&b);
+	free(path);
+	return rc;
 }

@@ -102,6 +102,12 @@ enum run_state {
 	RUN_STATE_COUNT
 };
 
+/* The newest complete checkpoint of the run directory run_dir, as
+ * checkpoints/latest names it: *rel gets "checkpoints/step-N" (caller
+ * frees) and *step N. CADRE_ERR_NOT_FOUND when latest is missing or names
+ * no step-N. */
+int rundir_latest_checkpoint(const char *run_dir, char **rel, int64_t *step);
+
 const char *run_state_name(enum run_state s);	/* never NULL */
 /* 0 and *s, or CADRE_ERR_INVALID. */
 int run_state_parse(const char *name, enum run_state *s);

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
 #include "duration.h"
 #include "error.h"
 #include "monitor.h"
@@ -226,9 +225,8 @@ mon_init_path(struct monitor *m, struct mrun *r, char **path, char *err,
 	const char		*at = spec_get_string(s, SPEC_K_INIT_AT);
 	struct init_pick	 ip;
 	struct init_timed	 it;
-	struct cbuf		 latest;
 	char			*id = NULL, *p = NULL, msg[256];
-	int64_t			 secs;
+	int64_t			 secs, step;
 	int			 rc;
 
 	*path = NULL;
@@ -256,26 +254,8 @@ mon_init_path(struct monitor *m, struct mrun *r, char **path, char *err,
 	}
 	if (at == NULL || strcmp(at, "final") == 0) {
 		/* the newest complete checkpoint: what the run ended with */
-		xasprintf(&p, "%s/" RUNDIR_CHECKPOINTS "/" CKPT_LATEST,
-		    ip.run_dir);
-		cbuf_init(&latest, 256);
-		if (cbuf_read_file(&latest, p) != 0 || latest.len == 0) {
-			cadre_errf(err, errlen, rc, "trainer.init.from %s: run %s "
-			    "has no final checkpoint (%s)", id, ip.run_id, p);
-			cbuf_free(&latest);
-			goto out;
-		}
-		while (latest.len > 0 && (latest.data[latest.len - 1] == '\n' ||
-		    latest.data[latest.len - 1] == ' '))
-			latest.data[--latest.len] = '\0';
-		free(p);
-		p = NULL;
-		if (strncmp(latest.data, CKPT_DIR_PREFIX,
-		    strlen(CKPT_DIR_PREFIX)) == 0 && strchr(latest.data, '/') ==
-		    NULL)
-			xasprintf(path, "%s/" RUNDIR_CHECKPOINTS "/%s", ip.run_dir,
-			    latest.data);
-		cbuf_free(&latest);
+		if (rundir_latest_checkpoint(ip.run_dir, &p, &step) == 0)
+			xasprintf(path, "%s/%s", ip.run_dir, p);
 	} else if (duration_parse(at, &secs) == 0) {
 		it.due = (double)secs;
 		(void)state_list_checkpoints(m->st, ip.run_id, pick_timed, &it);

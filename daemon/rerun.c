@@ -149,6 +149,7 @@ monitor_rerun(struct monitor *m, const struct monitor_rerun *q, json_t **reply,
 	int			 rc, fresh;
 
 	*reply = NULL;
+	err[0] = '\0';
 	if (q->target == NULL)
 		return cadre_errf(err, errlen, CADRE_ERR_INVALID, "rerun what? "
 		    "name an experiment");
