@@ -10,6 +10,18 @@
 #include "kernels_norm.cuh"
 #include "kernels_act.cuh"
 
+/* An embedding table's gradient rows += the tokens' (struct segs). */
+template <typename T>
+static void
+seg_rows_add(struct gpu_trainer *g, float *dw, const T *dout, const struct segs *sg)
+{
+	k_seg_pieces<T><<<sg->np, 256, 0, g->s>>>(dw, g->segpart, dout, sg->rows,
+	    sg->pbeg, sg->pend, sg->pout, g->H);
+	if (sg->nm > 0)
+		k_seg_parts_add<<<sg->nm, 256, 0, g->s>>>(dw, g->segpart, sg->mkey,
+		    sg->mslot, sg->mcount, g->H);
+}
+
 template <typename T>
 void
 backward_t(struct gpu_trainer *g, uint64_t step, int train, int last)
@@ -24,14 +36,13 @@ backward_t(struct gpu_trainer *g, uint64_t step, int train, int last)
 		linear_bwd<T>(g, (T *)g->dM1, 0.0f, GR(g, wte), GR(g, dec_b),
 		    (T *)g->dlogits, (T *)g->tl, PC(g, T, wte), M, H, g->V);
 		tstart(g, T_LN);
-		k_ln_bwd<T><<<M, 256, 0, g->s>>>((T *)g->dM2, (T *)NULL, (T *)g->dM1,
-		    (T *)g->tg, PC(g, T, tr_ln_w), g->tmean, g->trstd, H, 0, nokey);
+		ln_bwd<T>(g->s, (T *)g->dM2, (T *)NULL, (T *)g->dM1, (T *)g->tg,
+		    PC(g, T, tr_ln_w), g->tmean, g->trstd, M, H, 0, nokey);
 		colsum<T>(g, GR(g, tr_ln_w), GR(g, tr_ln_b), (T *)g->dM1, (T *)g->tg,
 		    g->tmean, g->trstd, M, H);
 		tend(g);
 		tstart(g, T_ACT);
-		k_gelu_bwd<T><<<nblocks((size_t)M * H), NTHREADS, 0, g->s>>>((T *)g->dM3,
-		    (T *)g->t, (T *)g->dM2, (size_t)M * H);
+		gelu_bwd<T>(g->s, (T *)g->dM3, (T *)g->t, (T *)g->dM2, (size_t)M * H);
 		tend(g);
 		linear_bwd<T>(g, (T *)g->dM1, 0.0f, GR(g, tr_w), GR(g, tr_b), (T *)g->dM3,
 		    (T *)g->hm, PC(g, T, tr_w), M, H, H);
@@ -91,15 +102,13 @@ backward_t(struct gpu_trainer *g, uint64_t step, int train, int last)
 		tstart(g, T_EMB);
 		k_dropout<T><<<nblocks((NH + 3) / 4), NTHREADS, 0, g->s>>>((T *)g->dxa, (T *)g->dxa,
 		    NH, ke);
-		k_ln_bwd<T><<<N, 256, 0, g->s>>>((T *)g->dxb, (T *)NULL, (T *)g->dxa,
-		    (T *)g->emb, PC(g, T, eln_w), g->emb_mean, g->emb_rstd, H, 0, nokey);
+		ln_bwd<T>(g->s, (T *)g->dxb, (T *)NULL, (T *)g->dxa, (T *)g->emb,
+		    PC(g, T, eln_w), g->emb_mean, g->emb_rstd, N, H, 0, nokey);
 		colsum<T>(g, GR(g, eln_w), GR(g, eln_b), (T *)g->dxa, (T *)g->emb,
 		    g->emb_mean, g->emb_rstd, N, H);
-		k_seg_rows_add<T><<<g->nwseg, 256, 0, g->s>>>(GR(g, wte), (T *)g->dxb,
-		    g->wkey, g->wstart, g->wrows, H);
+		seg_rows_add<T>(g, GR(g, wte), (T *)g->dxb, &g->wseg);
 		k_pos_add<T><<<Tn, 256, 0, g->s>>>(GR(g, wpe), (T *)g->dxb, B, Tn, H);
-		k_seg_rows_add<T><<<g->ntseg, 256, 0, g->s>>>(GR(g, wtt), (T *)g->dxb,
-		    g->tkey, g->tstart, g->trows, H);
+		seg_rows_add<T>(g, GR(g, wtt), (T *)g->dxb, &g->tseg);
 		tend(g);
 	}
 	if (last) {

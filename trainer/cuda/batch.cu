@@ -9,37 +9,60 @@
 
 /* ---------------------------------------------------------------- batches */
 
-static int
-cmp_i64(const void *a, const void *b)
+/*
+ * The tokens' keys (below nkeys) into struct segs, in the staging buffer
+ * h at sg's offsets: a counting sort (stable: rows in increasing order
+ * within a key), the segments, their pieces.
+ */
+static void
+make_segments(struct gpu_trainer *g, const int32_t *keys, int n, int nkeys,
+    const struct segs *sg, int32_t *h, struct segs *out)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	int32_t *cnt = g->keycount, *key = h + (sg->key - g->d_batch);
+	int32_t *start = h + (sg->start - g->d_batch), *rows = h + (sg->rows - g->d_batch);
+	int32_t *pbeg = h + (sg->pbeg - g->d_batch), *pend = h + (sg->pend - g->d_batch);
+	int32_t *pout = h + (sg->pout - g->d_batch), *mkey = h + (sg->mkey - g->d_batch);
+	int32_t *mslot = h + (sg->mslot - g->d_batch);
+	int32_t *mcount = h + (sg->mcount - g->d_batch);
+	int i, k, s, ns = 0, np = 0, nm = 0, slot = 0;
 
-	return x < y ? -1 : x > y;
-}
-
-/* Segments of equal keys, rows in increasing order: the embedding
- * gradients' owner-per-row sums (k_seg_rows_add). */
-static int
-make_segments(struct gpu_trainer *g, const int32_t *keys, int n, int32_t *key,
-    int32_t *start, int32_t *rows)
-{
-	int i, ns = 0;
-
+	memset(cnt, 0, ((size_t)nkeys + 1) * sizeof *cnt);
 	for (i = 0; i < n; i++)
-		g->sortbuf[i] = ((int64_t)keys[i] << 32) | (int64_t)i;
-	qsort(g->sortbuf, (size_t)n, sizeof *g->sortbuf, cmp_i64);
+		cnt[keys[i] + 1]++;
+	for (k = 0; k < nkeys; k++)
+		cnt[k + 1] += cnt[k];
+	for (i = 0; i < n; i++)
+		rows[cnt[keys[i]]++] = i;
 	for (i = 0; i < n; i++) {
-		int32_t k = (int32_t)(g->sortbuf[i] >> 32);
-
-		if (i == 0 || k != key[ns - 1]) {
+		k = keys[rows[i]];
+		if (ns == 0 || k != key[ns - 1]) {
 			key[ns] = k;
 			start[ns] = i;
 			ns++;
 		}
-		rows[i] = (int32_t)(g->sortbuf[i] & 0xffffffff);
 	}
 	start[ns] = n;
-	return ns;
+	for (s = 0; s < ns; s++) {
+		int lo = start[s], hi = start[s + 1];
+		int pieces = (hi - lo + SEG_PIECE - 1) / SEG_PIECE;
+
+		if (pieces > 1) {
+			mkey[nm] = key[s];
+			mslot[nm] = slot;
+			mcount[nm] = pieces;
+			nm++;
+		}
+		for (i = lo; i < hi; i += SEG_PIECE) {
+			pbeg[np] = i;
+			pend[np] = hi - i < SEG_PIECE ? hi : i + SEG_PIECE;
+			pout[np] = pieces > 1 ? -(slot++ + 1) : key[s];
+			np++;
+		}
+	}
+	*out = *sg;
+	out->nseg = ns;
+	out->np = np;
+	out->nm = nm;
 }
 
 /* The micro-batch into the pinned staging buffer, checked, then to the
@@ -96,10 +119,8 @@ stage_batch(struct gpu_trainer *g, const struct bert_batch *b, char *err,
 		errf(err, errlen, "out of GPU memory for %d labelled positions", M);
 		return error;
 	}
-	g->nwseg = make_segments(g, b->ids, N, h + (g->wkey - g->d_batch),
-	    h + (g->wstart - g->d_batch), h + (g->wrows - g->d_batch));
-	g->ntseg = make_segments(g, b->types, N, h + (g->tkey - g->d_batch),
-	    h + (g->tstart - g->d_batch), h + (g->trows - g->d_batch));
+	make_segments(g, b->ids, N, g->V, &g->wseg, h, &g->wseg);
+	make_segments(g, b->types, N, g->c.type_vocab, &g->tseg, h, &g->tseg);
 	tstart(g, T_COPY);
 	CK(cudaMemcpyAsync(g->d_batch, h, g->batch_ints * 4, cudaMemcpyHostToDevice, g->s));
 	tend(g);

@@ -113,6 +113,8 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 	g->rank = 0;
 	g->nranks = 1;
 	g->timing = tenv != NULL && strcmp(tenv, "1") == 0;
+	g->tune = getenv("CADRE_GPU_GEMM_TUNE") != NULL &&
+	    strcmp(getenv("CADRE_GPU_GEMM_TUNE"), "1") == 0;
 	H = (size_t)g->H;
 	I = (size_t)g->I;
 	ts = g->tsize;
@@ -233,24 +235,39 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 		goto nomem;
 
 	/* the batch: ids, types, mask (N), seq labels (B), mpos, mtarget (N),
-	 * wte segments (key N, start N+1, rows N), type segments (same) */
-	g->batch_ints = 11 * N + (size_t)B + 2;
-	if ((g->d_batch = (int32_t *)dalloc(g, g->batch_ints * 4)) == NULL ||
-	    cudaMallocHost(&g->h_batch, g->batch_ints * 4) != cudaSuccess)
-		goto nomem;
-	g->ids = g->d_batch;
-	g->types = g->ids + N;
-	g->mask = g->types + N;
-	g->seql = g->mask + N;
-	g->mpos = g->seql + B;
-	g->mtarget = g->mpos + N;
-	g->wkey = g->mtarget + N;
-	g->wstart = g->wkey + N;
-	g->wrows = g->wstart + N + 1;
-	g->tkey = g->wrows + N;
-	g->tstart = g->tkey + N;
-	g->trows = g->tstart + N + 1;
-	if ((g->sortbuf = (int64_t *)malloc(N * sizeof(int64_t))) == NULL)
+	 * then the word and token type tables' segments (struct segs) */
+	{
+		size_t np = N + N / SEG_PIECE + 1, nm = N / SEG_PIECE + 1;
+		size_t nseg_ints = 3 * N + 1 + 3 * np + 3 * nm;
+		struct segs *sg[2] = { &g->wseg, &g->tseg };
+		int32_t *q;
+
+		g->batch_ints = 5 * N + (size_t)B + 2 * nseg_ints;
+		if ((g->d_batch = (int32_t *)dalloc(g, g->batch_ints * 4)) == NULL ||
+		    cudaMallocHost(&g->h_batch, g->batch_ints * 4) != cudaSuccess ||
+		    (g->segpart = (float *)dalloc(g, (2 * N / SEG_PIECE + 1) * H * 4)) == NULL)
+			goto nomem;
+		g->ids = g->d_batch;
+		g->types = g->ids + N;
+		g->mask = g->types + N;
+		g->seql = g->mask + N;
+		g->mpos = g->seql + B;
+		g->mtarget = g->mpos + N;
+		q = g->mtarget + N;
+		for (int k = 0; k < 2; k++) {
+			sg[k]->key = q; q += N;
+			sg[k]->start = q; q += N + 1;
+			sg[k]->rows = q; q += N;
+			sg[k]->pbeg = q; q += np;
+			sg[k]->pend = q; q += np;
+			sg[k]->pout = q; q += np;
+			sg[k]->mkey = q; q += nm;
+			sg[k]->mslot = q; q += nm;
+			sg[k]->mcount = q; q += nm;
+		}
+	}
+	if ((g->keycount = (int32_t *)malloc(((size_t)(g->V > g->c.type_vocab ? g->V :
+	    g->c.type_vocab) + 1) * sizeof(int32_t))) == NULL)
 		goto nomem;
 
 	/* the optimizer's chunks: every tensor cut in OPT_CHUNK pieces */
@@ -336,6 +353,7 @@ gpu_close(struct gpu_trainer *g)
 	cudaFree(g->dg); cudaFree(g->di); cudaFree(g->dctx); cudaFree(g->dctxp);
 	cudaFree(g->datt); cudaFree(g->dqp); cudaFree(g->dkp); cudaFree(g->dvp);
 	cudaFree(g->part);
+	cudaFree(g->segpart);
 	cudaFree(g->hm); cudaFree(g->t); cudaFree(g->tg); cudaFree(g->tl);
 	cudaFree(g->dM1); cudaFree(g->dM2); cudaFree(g->dM3);
 	cudaFree(g->tmean); cudaFree(g->trstd); cudaFree(g->logits);
@@ -352,6 +370,7 @@ gpu_close(struct gpu_trainer *g)
 		cudaFree(g->pc);
 	cudaFree(g->p); cudaFree(g->g); cudaFree(g->m1); cudaFree(g->m2);
 	cudaFree(g->ws);
+	cudaFree(g->tune_out);
 	for (k = 0; k < g->nplans; k++) {
 		cublasLtMatmulDescDestroy(g->plans[k].desc);
 		cublasLtMatrixLayoutDestroy(g->plans[k].la);
@@ -371,7 +390,7 @@ gpu_close(struct gpu_trainer *g)
 		cudaStreamDestroy(g->s);
 		cudaStreamDestroy(g->sc);
 	}
-	free(g->sortbuf);
+	free(g->keycount);
 	free(g->h_chunks);
 	free(g->loff);
 	free(g->la);

@@ -89,9 +89,31 @@ struct plan {
 	cublasLtMatrixLayout_t	la, lb, lc;
 	cublasLtMatmulAlgo_t	algo;
 	int			naive;	/* no algorithm: k_gemm_naive */
+	int			dims[6];	/* M N K ta tb batch, for the timers */
+	double			flops;	/* per call */
+	double			ms;	/* timed, CADRE_GPU_TIMERS */
+	long long		calls;
 };
 
 /* ---------------------------------------------------------------- the trainer */
+
+/*
+ * An embedding table's gradient rows for one micro-batch (batch.cu makes
+ * them, k_seg_pieces and k_seg_parts_add use them): the tokens sorted by
+ * key into segments of equal keys, rows in increasing order; each segment
+ * cut into pieces of at most SEG_PIECE rows, one block each, so a key
+ * that half the batch holds (a token type, [PAD]) is summed by many
+ * blocks. A one-piece segment adds into its gradient row directly; a
+ * longer one writes partial sums that one block then adds in order.
+ */
+#define SEG_PIECE	32
+
+struct segs {
+	int32_t	*key, *start, *rows;	/* nseg, nseg + 1, N */
+	int32_t	*pbeg, *pend, *pout;	/* per piece: rows[pbeg..pend), out row or -(slot+1) */
+	int32_t	*mkey, *mslot, *mcount;	/* per segment of several pieces */
+	int	 nseg, np, nm;
+};
 
 struct layer_off {
 	size_t qw, qb, kw, kb, vw, vb, aow, aob, aln_w, aln_b, iw, ib, ow, ob,
@@ -133,6 +155,9 @@ struct gpu_trainer {
 	void			*ws;
 	struct plan		*plans;
 	int			 nplans, cap_plans;
+	int			 tune;		/* CADRE_GPU_GEMM_TUNE=1: time the candidates */
+	void			*tune_out;	/* their scratch output */
+	size_t			 tune_bytes;
 
 	/* activations */
 	void			**x;		/* L+1 of (N,H) */
@@ -158,9 +183,9 @@ struct gpu_trainer {
 	int32_t			*h_batch, *d_batch;
 	size_t			 batch_ints;
 	int32_t			*ids, *types, *mask, *seql, *mpos, *mtarget;
-	int32_t			*wkey, *wstart, *wrows, *tkey, *tstart, *trows;
-	int			 nwseg, ntseg;
-	int64_t			*sortbuf;
+	struct segs		 wseg, tseg;	/* word and token type tables */
+	int32_t			*keycount;	/* host: the counting sort's, V + 1 */
+	float			*segpart;	/* the pieces' partial sums, 2 N / SEG_PIECE x H */
 	/* optimizer */
 	struct chunk		*h_chunks, *d_chunks;
 	int			 nchunks;
@@ -180,6 +205,7 @@ struct gpu_trainer {
 	int			 timing;
 	cudaEvent_t		 ev[MAX_EVENTS];
 	int			 ev_cls[MAX_EVENTS / 2];
+	int			 ev_plan[MAX_EVENTS / 2];	/* a GEMM's plan, or -1 */
 	int			 nev;
 	double			 tms[T_NCLASS];
 	int64_t			 tsteps;
@@ -200,6 +226,7 @@ int stage_batch(struct gpu_trainer *g, const struct bert_batch *b, char *err,
 void tstart(struct gpu_trainer *g, int cls);
 void tend(struct gpu_trainer *g);
 void tcollect(struct gpu_trainer *g);
+void tplan(struct gpu_trainer *g, int plan);
 
 /* gemm.cu */
 

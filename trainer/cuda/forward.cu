@@ -55,13 +55,12 @@ forward_t(struct gpu_trainer *g, uint64_t step, int train, int keep,
 			linear<T>(g, (T *)g->t, (T *)g->hm, PC(g, T, tr_w), PC(g, T, tr_b),
 			    M, H, H);
 			tstart(g, T_ACT);
-			k_gelu<T><<<nblocks((size_t)M * H), NTHREADS, 0, g->s>>>((T *)g->tg,
-			    (T *)g->t, (size_t)M * H);
+			gelu<T>(g->s, (T *)g->tg, (T *)g->t, (size_t)M * H);
 			tend(g);
 			tstart(g, T_LN);
-			k_resid_ln<T><<<M, 256, 0, g->s>>>((T *)g->tl, g->tmean, g->trstd,
-			    (T *)g->tg, (const T *)NULL, PC(g, T, tr_ln_w), PC(g, T, tr_ln_b),
-			    H, c->ln_eps, nokey);
+			resid_ln<T>(g->s, (T *)g->tl, g->tmean, g->trstd, (T *)g->tg,
+			    (const T *)NULL, PC(g, T, tr_ln_w), PC(g, T, tr_ln_b), M, H,
+			    c->ln_eps, nokey);
 			tend(g);
 			/* the decoder, tied to the word embeddings, on the
 			 * labelled positions only; logits fp32 */

@@ -42,6 +42,60 @@ lt_shape_of(int ta, int tb, int M, int N, int K, int lda, int ldb, int ldc)
 	return s;
 }
 
+#define TUNE_CANDIDATES	8
+#define TUNE_RUNS	3
+
+/*
+ * CADRE_GPU_GEMM_TUNE=1: of the heuristic's candidates, the one that runs
+ * fastest here (TUNE_RUNS calls each into a scratch output, cudaEvents),
+ * as torch.backends.cudnn.benchmark chooses. The choice depends on
+ * timing, so two runs may pick algorithms that round differently: off by
+ * default, where every run computes the same bits.
+ */
+static int
+tune_pick(struct gpu_trainer *g, struct plan *pl, const cublasLtMatmulHeuristicResult_t *res,
+    int nres, const void *A, const void *B, size_t cbytes)
+{
+	cudaEvent_t e0, e1;
+	float best = 0.0f, alpha = 1.0f, beta = 0.0f;
+	int i, r, pick = 0;
+
+	if (cbytes > g->tune_bytes) {
+		cudaFree(g->tune_out);
+		g->tune_out = NULL;
+		g->tune_bytes = 0;
+		if (cudaMalloc(&g->tune_out, cbytes) != cudaSuccess) {
+			(void)cudaGetLastError();
+			return 0;
+		}
+		g->tune_bytes = cbytes;
+	}
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	for (i = 0; i < nres; i++) {
+		cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+		float ms;
+
+		CK(cudaEventRecord(e0, g->s));
+		for (r = 0; r < TUNE_RUNS && st == CUBLAS_STATUS_SUCCESS; r++)
+			st = cublasLtMatmul(g->lt, pl->desc, &alpha, B, pl->la, A, pl->lb,
+			    &beta, g->tune_out, pl->lc, g->tune_out, pl->lc, &res[i].algo,
+			    g->ws, WORKSPACE_BYTES, g->s);
+		CK(cudaEventRecord(e1, g->s));
+		CK(cudaEventSynchronize(e1));
+		if (st != CUBLAS_STATUS_SUCCESS)
+			continue;
+		CK(cudaEventElapsedTime(&ms, e0, e1));
+		if (i == 0 || ms < best) {
+			best = ms;
+			pick = i;
+		}
+	}
+	CK(cudaEventDestroy(e0));
+	CK(cudaEventDestroy(e1));
+	return pick;
+}
+
 /*
  * Row-major C(M,N) = alpha op(A)(M,K) op(B)(K,N) + beta C (+ bias(N) on
  * every row), batch of them at strides sA, sB, sC; A and B of type ab, C
@@ -70,7 +124,6 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 		key[11] = 0;
 		key[15] = 0;
 	}
-	tstart(g, T_GEMM);
 	for (i = 0; i < g->nplans; i++)
 		if (memcmp(g->plans[i].key, key, sizeof key) == 0) {
 			pl = &g->plans[i];
@@ -79,7 +132,7 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 	if (pl == NULL) {
 		struct lt_shape sh = lt_shape_of(ta, tb, M, N, K, lda, ldb, ldc);
 		cublasLtMatmulPreference_t pref;
-		cublasLtMatmulHeuristicResult_t res;
+		cublasLtMatmulHeuristicResult_t res[TUNE_CANDIDATES];
 		cublasLtEpilogue_t epi = bias != NULL ? CUBLASLT_EPILOGUE_BIAS :
 		    CUBLASLT_EPILOGUE_DEFAULT;
 		uint32_t al;
@@ -94,7 +147,11 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 				gpu_die(__FILE__, __LINE__, "realloc", "out of memory");
 		}
 		pl = &g->plans[g->nplans];
+		memset(pl, 0, sizeof *pl);
 		memcpy(pl->key, key, sizeof key);
+		pl->dims[0] = M; pl->dims[1] = N; pl->dims[2] = K;
+		pl->dims[3] = ta; pl->dims[4] = tb; pl->dims[5] = batch;
+		pl->flops = 2.0 * M * N * (double)K * batch;
 		CKB(cublasLtMatmulDescCreate(&pl->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
 		CKB(cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA,
 		    &sh.opx, sizeof sh.opx));
@@ -145,7 +202,8 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 		CKB(cublasLtMatmulPreferenceSetAttribute(pref,
 		    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al));
 		if (cublasLtMatmulAlgoGetHeuristic(g->lt, pl->desc, pl->la, pl->lb,
-		    pl->lc, pl->lc, pref, 1, &res, &nres) != CUBLAS_STATUS_SUCCESS)
+		    pl->lc, pl->lc, pref, g->tune ? TUNE_CANDIDATES : 1, res, &nres) !=
+		    CUBLAS_STATUS_SUCCESS)
 			nres = 0;
 		CKB(cublasLtMatmulPreferenceDestroy(pref));
 		pl->naive = nres < 1;
@@ -153,13 +211,20 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 			fprintf(stderr, "cadre-train: GPU: no cuBLASLt algorithm for M=%d N=%d "
 			    "K=%d ta=%d tb=%d batch=%d (types %d/%d): a plain kernel does it\n",
 			    M, N, K, ta, tb, batch, (int)ab, (int)ct);
-		else
-			pl->algo = res.algo;
+		else {
+			size_t es = ct == CUDA_R_32F ? 4 : 2;
+			size_t cb = ((size_t)(batch - 1) * (size_t)sC + (size_t)(M - 1) * ldc +
+			    (size_t)N) * es;
+
+			pl->algo = res[nres > 1 ? tune_pick(g, pl, res, nres, A, B, cb) : 0].algo;
+		}
 		g->nplans++;
 	} else if (bias != NULL) {
 		CKB(cublasLtMatmulDescSetAttribute(pl->desc,
 		    CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
 	}
+	tstart(g, T_GEMM);
+	tplan(g, (int)(pl - g->plans));
 	if (pl->naive) {
 		dim3 grid((unsigned)(((size_t)M * N + 255) / 256), (unsigned)batch);
 
@@ -233,13 +298,14 @@ colsum(struct gpu_trainer *g, float *dw, float *db, const T *dy, const T *x,
 {
 	int chunks = (N + COLSUM_ROWS - 1) / COLSUM_ROWS;
 	float *pw = g->part, *pb = g->part + (size_t)chunks * C;
-	dim3 grid((C + 127) / 128, chunks);
+	dim3 grid((C + COLSUM_TX - 1) / COLSUM_TX, chunks), blk(COLSUM_TX, COLSUM_TY);
+	unsigned cb = (unsigned)((C + COLSUM_TX - 1) / COLSUM_TX);
 
-	k_colsum_partial<T><<<grid, 128, 0, g->s>>>(dw != NULL ? pw : NULL, pb, dy,
+	k_colsum_partial<T><<<grid, blk, 0, g->s>>>(dw != NULL ? pw : NULL, pb, dy,
 	    dw != NULL ? x : NULL, mean, rstd, N, C);
 	if (dw != NULL)
-		k_partials_add<<<(C + 127) / 128, 128, 0, g->s>>>(dw, pw, chunks, C);
-	k_partials_add<<<(C + 127) / 128, 128, 0, g->s>>>(db, pb, chunks, C);
+		k_partials_add<<<cb, blk, 0, g->s>>>(dw, pw, chunks, C);
+	k_partials_add<<<cb, blk, 0, g->s>>>(db, pb, chunks, C);
 }
 
 /*

@@ -31,6 +31,87 @@ template <> __device__ __forceinline__ float fromf<float>(float x) { return x; }
 template <> __device__ __forceinline__ __nv_bfloat16 fromf<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
 template <> __device__ __forceinline__ __half fromf<__half>(float x) { return __float2half(x); }
 
+/* Four consecutive elements as one 16-byte (fp32) or 8-byte (bf16, fp16)
+ * access; p is aligned to four elements (vec4_ok on the host). The
+ * conversions round as fromf does, so a kernel using them writes the
+ * same bits as one writing element by element. */
+__device__ __forceinline__ void
+ld4(const float *p, float f[4])
+{
+	float4 v = *(const float4 *)p;
+
+	f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
+}
+
+__device__ __forceinline__ void
+st4(float *p, const float f[4])
+{
+	*(float4 *)p = make_float4(f[0], f[1], f[2], f[3]);
+}
+
+__device__ __forceinline__ void
+ld4(const __nv_bfloat16 *p, float f[4])
+{
+	uint2 v = *(const uint2 *)p;
+	__nv_bfloat162 a = *(const __nv_bfloat162 *)&v.x, b = *(const __nv_bfloat162 *)&v.y;
+
+	f[0] = __low2float(a); f[1] = __high2float(a);
+	f[2] = __low2float(b); f[3] = __high2float(b);
+}
+
+__device__ __forceinline__ void
+st4(__nv_bfloat16 *p, const float f[4])
+{
+	__nv_bfloat162 a = __floats2bfloat162_rn(f[0], f[1]);
+	__nv_bfloat162 b = __floats2bfloat162_rn(f[2], f[3]);
+	uint2 v;
+
+	v.x = *(const unsigned *)&a;
+	v.y = *(const unsigned *)&b;
+	*(uint2 *)p = v;
+}
+
+__device__ __forceinline__ void
+ld4(const __half *p, float f[4])
+{
+	uint2 v = *(const uint2 *)p;
+	__half2 a = *(const __half2 *)&v.x, b = *(const __half2 *)&v.y;
+
+	f[0] = __low2float(a); f[1] = __high2float(a);
+	f[2] = __low2float(b); f[3] = __high2float(b);
+}
+
+__device__ __forceinline__ void
+st4(__half *p, const float f[4])
+{
+	__half2 a = __floats2half2_rn(f[0], f[1]), b = __floats2half2_rn(f[2], f[3]);
+	uint2 v;
+
+	v.x = *(const unsigned *)&a;
+	v.y = *(const unsigned *)&b;
+	*(uint2 *)p = v;
+}
+
+/* x as the activation type stores it */
+template <typename T>
+__device__ __forceinline__ float
+roundt(float x)
+{
+	return tof(fromf<T>(x));
+}
+
+/* Whether every pointer given is aligned to four elements of tsize
+ * bytes and n is a multiple of four: the ld4/st4 kernels' condition. */
+static inline int
+vec4_ok(size_t tsize, size_t n, const void *a, const void *b = NULL,
+    const void *c = NULL, const void *d = NULL)
+{
+	uintptr_t al = (uintptr_t)(4 * tsize);
+
+	return n % 4 == 0 && (uintptr_t)a % al == 0 && (uintptr_t)b % al == 0 &&
+	    (uintptr_t)c % al == 0 && (uintptr_t)d % al == 0;
+}
+
 /* ---------------------------------------------------------------- Philox dropout */
 
 /* The host builds it from struct dropout_key exactly as philox.h keys a
@@ -165,6 +246,23 @@ block_max(float v, float *sh)
 		sh[warp] = v;
 	__syncthreads();
 	v = lane < nw ? sh[lane] : -INFINITY;
+	for (int o = 16; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+
+/* Within one warp, every lane gets the result (butterfly: a fixed order). */
+__device__ __forceinline__ float
+warp_sum(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+__device__ __forceinline__ float
+warp_max(float v)
+{
 	for (int o = 16; o > 0; o >>= 1)
 		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
 	return v;

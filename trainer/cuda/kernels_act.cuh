@@ -41,6 +41,65 @@ k_gelu_bwd(T *din, const T *in, const T *dout, size_t n)
 	}
 }
 
+/* The same four elements a thread (ld4/st4): n4 groups of four. */
+template <typename T>
+__global__ void
+k_gelu4(T *out, const T *in, size_t n4)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4;
+	    i += (size_t)gridDim.x * blockDim.x) {
+		float x[4];
+
+		ld4(in + 4 * i, x);
+#pragma unroll
+		for (int q = 0; q < 4; q++)
+			x[q] = 0.5f * x[q] * (1.0f + erff(x[q] * GELU_INV_SQRT2));
+		st4(out + 4 * i, x);
+	}
+}
+
+template <typename T>
+__global__ void
+k_gelu_bwd4(T *din, const T *in, const T *dout, size_t n4)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4;
+	    i += (size_t)gridDim.x * blockDim.x) {
+		float x[4], d[4];
+
+		ld4(in + 4 * i, x);
+		ld4(dout + 4 * i, d);
+#pragma unroll
+		for (int q = 0; q < 4; q++) {
+			float cdf = 0.5f * (1.0f + erff(x[q] * GELU_INV_SQRT2));
+			float pdf = GELU_INV_SQRT2PI * expf(-0.5f * x[q] * x[q]);
+
+			d[q] = d[q] * (cdf + x[q] * pdf);
+		}
+		st4(din + 4 * i, d);
+	}
+}
+
+/* The launchers (nblocks and NTHREADS are engine_int.cuh's). */
+template <typename T>
+static inline void
+gelu(cudaStream_t st, T *out, const T *in, size_t n)
+{
+	if (vec4_ok(sizeof(T), n, out, in))
+		k_gelu4<T><<<nblocks(n / 4), NTHREADS, 0, st>>>(out, in, n / 4);
+	else
+		k_gelu<T><<<nblocks(n), NTHREADS, 0, st>>>(out, in, n);
+}
+
+template <typename T>
+static inline void
+gelu_bwd(cudaStream_t st, T *din, const T *in, const T *dout, size_t n)
+{
+	if (vec4_ok(sizeof(T), n, din, in, dout))
+		k_gelu_bwd4<T><<<nblocks(n / 4), NTHREADS, 0, st>>>(din, in, dout, n / 4);
+	else
+		k_gelu_bwd<T><<<nblocks(n), NTHREADS, 0, st>>>(din, in, dout, n);
+}
+
 template <typename T>
 __global__ void
 k_tanh(T *out, const T *in, size_t n)

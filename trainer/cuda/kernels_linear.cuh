@@ -65,42 +65,66 @@ k_add_bias(TC *C, const TC *bias, int M, int N, int ldc)
 /*
  * Column sums in two passes, fixed order: partial[c][j] over rows
  * c*COLSUM_ROWS.. (grid.y = chunks), then k_partials_add adds the chunks
- * in order into dst (fp32 gradients). With x given, the LayerNorm weight's
+ * into dst (fp32 gradients). With x given, the LayerNorm weight's
  * gradient dy * xhat goes to pw and dy to pb; else dy to pb alone (a bias).
+ * Blocks of COLSUM_TX columns x COLSUM_TY rows: a warp reads 32 adjacent
+ * columns of a row, the COLSUM_TY row lanes' sums meet in shared memory
+ * in lane order.
  */
+#define COLSUM_TX	32
+#define COLSUM_TY	8
+
 template <typename T>
 __global__ void
 k_colsum_partial(float *pw, float *pb, const T *dy, const T *x,
     const float *mean, const float *rstd, int N, int C)
 {
-	int j = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
-	int lo = c * COLSUM_ROWS, hi = min(N, lo + COLSUM_ROWS);
+	__shared__ float shw[COLSUM_TY][COLSUM_TX], shb[COLSUM_TY][COLSUM_TX];
+	int tx = threadIdx.x, ty = threadIdx.y, j = blockIdx.x * COLSUM_TX + tx;
+	int c = blockIdx.y, lo = c * COLSUM_ROWS, hi = min(N, lo + COLSUM_ROWS);
 	float sw = 0.0f, sb = 0.0f;
 
-	if (j >= C)
-		return;
-	for (int n = lo; n < hi; n++) {
-		float d = tof(dy[(size_t)n * C + j]);
+	if (j < C) {
+#pragma unroll 4
+		for (int n = lo + ty; n < hi; n += COLSUM_TY) {
+			float d = tof(dy[(size_t)n * C + j]);
 
-		sb += d;
-		if (x != NULL)
-			sw += d * (tof(x[(size_t)n * C + j]) - mean[n]) * rstd[n];
+			sb += d;
+			if (x != NULL)
+				sw += d * (tof(x[(size_t)n * C + j]) - mean[n]) * rstd[n];
+		}
+	}
+	shw[ty][tx] = sw;
+	shb[ty][tx] = sb;
+	__syncthreads();
+	if (ty != 0 || j >= C)
+		return;
+	for (int k = 1; k < COLSUM_TY; k++) {
+		sw += shw[k][tx];
+		sb += shb[k][tx];
 	}
 	pb[(size_t)c * C + j] = sb;
 	if (x != NULL)
 		pw[(size_t)c * C + j] = sw;
 }
 
+/* dst[j] += the chunks' partial sums, the same block shape over chunks. */
 static __global__ void
 k_partials_add(float *dst, const float *part, int chunks, int C)
 {
-	int j = blockIdx.x * blockDim.x + threadIdx.x;
+	__shared__ float sh[COLSUM_TY][COLSUM_TX];
+	int tx = threadIdx.x, ty = threadIdx.y, j = blockIdx.x * COLSUM_TX + tx;
 	float s = 0.0f;
 
-	if (j >= C)
+	if (j < C)
+		for (int c = ty; c < chunks; c += COLSUM_TY)
+			s += part[(size_t)c * C + j];
+	sh[ty][tx] = s;
+	__syncthreads();
+	if (ty != 0 || j >= C)
 		return;
-	for (int c = 0; c < chunks; c++)
-		s += part[(size_t)c * C + j];
+	for (int k = 1; k < COLSUM_TY; k++)
+		s += sh[k][tx];
 	dst[j] += s;
 }
 

@@ -40,51 +40,49 @@ layer_fwd(struct gpu_trainer *g, int l, struct lacts *A, const T *x, T *out,
 	struct dkey kp = mkkey(g, step, l, DROPOUT_ATTN_PROBS, c->attn_dropout, train);
 	struct dkey ka = mkkey(g, step, l, DROPOUT_ATTN_OUT, c->hidden_dropout, train);
 	struct dkey kf = mkkey(g, step, l, DROPOUT_FFN_OUT, c->hidden_dropout, train);
-	size_t NH = (size_t)N * H, natt = (size_t)B * nh * Tn * Tn;
+	size_t natt = (size_t)B * nh * Tn * Tn;
 	T *qs = (T *)g->qs, *att = (T *)A->att;
 	T *attd = kp.p > 0.0f ? (T *)g->attd : att;
 
 	linear<T>(g, qs, x, LPC(g, T, l, qw), LPC(g, T, l, qb), N, H, H);
 	tstart(g, T_ATTN);
-	k_permute<T><<<nblocks(NH), NTHREADS, 0, g->s>>>((T *)A->qp, qs, B, Tn, nh, hs);
+	permute<T>(g->s, (T *)A->qp, qs, B, Tn, nh, hs, 0);
 	tend(g);
 	linear<T>(g, qs, x, LPC(g, T, l, kw), LPC(g, T, l, kb), N, H, H);
 	tstart(g, T_ATTN);
-	k_permute<T><<<nblocks(NH), NTHREADS, 0, g->s>>>((T *)A->kp, qs, B, Tn, nh, hs);
+	permute<T>(g->s, (T *)A->kp, qs, B, Tn, nh, hs, 0);
 	tend(g);
 	linear<T>(g, qs, x, LPC(g, T, l, vw), LPC(g, T, l, vb), N, H, H);
 	tstart(g, T_ATTN);
-	k_permute<T><<<nblocks(NH), NTHREADS, 0, g->s>>>((T *)A->vp, qs, B, Tn, nh, hs);
+	permute<T>(g->s, (T *)A->vp, qs, B, Tn, nh, hs, 0);
 	tend(g);
 	/* scores (T,T) = q k^T per (sequence, head); scaled in the softmax */
 	gemm(g, 0, 1, Tn, Tn, hs, A->qp, hs, (long long)Tn * hs, A->kp, hs,
 	    (long long)Tn * hs, att, Tn, (long long)Tn * Tn, B * nh, 1.0f, 0.0f,
 	    g->dt, g->dt, NULL);
 	tstart(g, T_ATTN);
-	k_softmax_fwd<T><<<(unsigned)(natt / Tn), 128, 0, g->s>>>(att, attd, g->mask,
-	    nh, Tn, 1.0f / sqrtf((float)hs), kp);
+	softmax_fwd<T>(g->s, att, attd, g->mask, natt / Tn, nh, Tn,
+	    1.0f / sqrtf((float)hs), kp);
 	tend(g);
 	gemm(g, 0, 0, Tn, hs, Tn, attd, Tn, (long long)Tn * Tn, A->vp, hs,
 	    (long long)Tn * hs, g->ctxp, hs, (long long)Tn * hs, B * nh, 1.0f, 0.0f,
 	    g->dt, g->dt, NULL);
 	tstart(g, T_ATTN);
-	k_unpermute<T><<<nblocks(NH), NTHREADS, 0, g->s>>>((T *)A->ctx, (T *)g->ctxp,
-	    B, Tn, nh, hs);
+	permute<T>(g->s, (T *)A->ctx, (T *)g->ctxp, B, Tn, nh, hs, 1);
 	tend(g);
 	linear<T>(g, (T *)A->r1, (T *)A->ctx, LPC(g, T, l, aow), LPC(g, T, l, aob), N, H, H);
 	tstart(g, T_LN);
-	k_resid_ln<T><<<N, 256, 0, g->s>>>((T *)A->h1, A->mean1, A->rstd1, (T *)A->r1,
-	    x, LPC(g, T, l, aln_w), LPC(g, T, l, aln_b), H, c->ln_eps, ka);
+	resid_ln<T>(g->s, (T *)A->h1, A->mean1, A->rstd1, (T *)A->r1, x,
+	    LPC(g, T, l, aln_w), LPC(g, T, l, aln_b), N, H, c->ln_eps, ka);
 	tend(g);
 	linear<T>(g, (T *)A->i, (T *)A->h1, LPC(g, T, l, iw), LPC(g, T, l, ib), N, H, I);
 	tstart(g, T_ACT);
-	k_gelu<T><<<nblocks((size_t)N * I), NTHREADS, 0, g->s>>>((T *)A->gl, (T *)A->i,
-	    (size_t)N * I);
+	gelu<T>(g->s, (T *)A->gl, (T *)A->i, (size_t)N * I);
 	tend(g);
 	linear<T>(g, (T *)A->r2, (T *)A->gl, LPC(g, T, l, ow), LPC(g, T, l, ob), N, I, H);
 	tstart(g, T_LN);
-	k_resid_ln<T><<<N, 256, 0, g->s>>>(out, A->mean2, A->rstd2, (T *)A->r2,
-	    (T *)A->h1, LPC(g, T, l, oln_w), LPC(g, T, l, oln_b), H, c->ln_eps, kf);
+	resid_ln<T>(g->s, out, A->mean2, A->rstd2, (T *)A->r2, (T *)A->h1,
+	    LPC(g, T, l, oln_w), LPC(g, T, l, oln_b), N, H, c->ln_eps, kf);
 	tend(g);
 }
 
@@ -100,7 +98,7 @@ layer_bwd(struct gpu_trainer *g, int l, const struct lacts *A, const T *x,
 	struct dkey kp = mkkey(g, step, l, DROPOUT_ATTN_PROBS, c->attn_dropout, train);
 	struct dkey ka = mkkey(g, step, l, DROPOUT_ATTN_OUT, c->hidden_dropout, train);
 	struct dkey kf = mkkey(g, step, l, DROPOUT_FFN_OUT, c->hidden_dropout, train);
-	size_t NH = (size_t)N * H, natt = (size_t)B * nh * Tn * Tn;
+	size_t natt = (size_t)B * nh * Tn * Tn;
 	T *dh1 = (T *)g->dh1, *drd = (T *)g->drd, *att = (T *)A->att;
 	T *attd = kp.p > 0.0f ? (T *)g->attd : att, *datt = (T *)g->datt;
 	T *dtmp = (T *)g->dctx;
@@ -108,60 +106,56 @@ layer_bwd(struct gpu_trainer *g, int l, const struct lacts *A, const T *x,
 
 	/* out = LN(r2), r2 = drop(g Wo^T + bo) + h1 */
 	tstart(g, T_LN);
-	k_ln_bwd<T><<<N, 256, 0, g->s>>>(dh1, drd, dout, (T *)A->r2, LPC(g, T, l, oln_w),
-	    A->mean2, A->rstd2, H, 0, kf);
+	ln_bwd<T>(g->s, dh1, drd, dout, (T *)A->r2, LPC(g, T, l, oln_w), A->mean2,
+	    A->rstd2, N, H, 0, kf);
 	colsum<T>(g, LGR(g, l, oln_w), LGR(g, l, oln_b), dout, (T *)A->r2, A->mean2,
 	    A->rstd2, N, H);
 	tend(g);
 	linear_bwd<T>(g, (T *)g->dg, 0.0f, LGR(g, l, ow), LGR(g, l, ob), drd,
 	    (T *)A->gl, LPC(g, T, l, ow), N, I, H);
 	tstart(g, T_ACT);
-	k_gelu_bwd<T><<<nblocks((size_t)N * I), NTHREADS, 0, g->s>>>((T *)g->di,
-	    (T *)A->i, (T *)g->dg, (size_t)N * I);
+	gelu_bwd<T>(g->s, (T *)g->di, (T *)A->i, (T *)g->dg, (size_t)N * I);
 	tend(g);
 	linear_bwd<T>(g, dh1, 1.0f, LGR(g, l, iw), LGR(g, l, ib), (T *)g->di,
 	    (T *)A->h1, LPC(g, T, l, iw), N, H, I);
 	/* h1 = LN(r1), r1 = drop(ctx Wao^T + bao) + x */
 	tstart(g, T_LN);
-	k_ln_bwd<T><<<N, 256, 0, g->s>>>(dx, drd, dh1, (T *)A->r1, LPC(g, T, l, aln_w),
-	    A->mean1, A->rstd1, H, 0, ka);
+	ln_bwd<T>(g->s, dx, drd, dh1, (T *)A->r1, LPC(g, T, l, aln_w), A->mean1,
+	    A->rstd1, N, H, 0, ka);
 	colsum<T>(g, LGR(g, l, aln_w), LGR(g, l, aln_b), dh1, (T *)A->r1, A->mean1,
 	    A->rstd1, N, H);
 	tend(g);
 	linear_bwd<T>(g, (T *)g->dctx, 0.0f, LGR(g, l, aow), LGR(g, l, aob), drd,
 	    (T *)A->ctx, LPC(g, T, l, aow), N, H, H);
 	tstart(g, T_ATTN);
-	k_permute<T><<<nblocks(NH), NTHREADS, 0, g->s>>>((T *)g->dctxp, (T *)g->dctx,
-	    B, Tn, nh, hs);
-	if (attd != att)	/* the dropped probabilities, recomputed */
-		k_dropout<T><<<nblocks((natt + 3) / 4), NTHREADS, 0, g->s>>>(attd, att, natt, kp);
+	permute<T>(g->s, (T *)g->dctxp, (T *)g->dctx, B, Tn, nh, hs, 0);
 	tend(g);
-	/* d(attd) = dctx v^T; dv = attd^T dctx */
+	/* d(attd) = dctx v^T; its softmax backward also writes attd (the
+	 * dropped probabilities, recomputed); dv = attd^T dctx */
 	gemm(g, 0, 1, Tn, Tn, hs, g->dctxp, hs, sTh, A->vp, hs, sTh, datt, Tn, sTT,
 	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL);
+	tstart(g, T_ATTN);
+	softmax_bwd<T>(g->s, datt, att, attd, natt / Tn, Tn, 1.0f / sqrtf((float)hs), kp);
+	tend(g);
 	gemm(g, 1, 0, Tn, hs, Tn, attd, Tn, sTT, g->dctxp, hs, sTh, g->dvp, hs, sTh,
 	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL);
-	tstart(g, T_ATTN);
-	k_softmax_bwd<T><<<(unsigned)(natt / Tn), 128, 0, g->s>>>(datt, att, Tn,
-	    1.0f / sqrtf((float)hs), kp);
-	tend(g);
 	/* dq = ds k; dk = ds^T q */
 	gemm(g, 0, 0, Tn, hs, Tn, datt, Tn, sTT, A->kp, hs, sTh, g->dqp, hs, sTh,
 	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL);
 	gemm(g, 1, 0, Tn, hs, Tn, datt, Tn, sTT, A->qp, hs, sTh, g->dkp, hs, sTh,
 	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL);
 	tstart(g, T_ATTN);
-	k_unpermute<T><<<nblocks(NH), NTHREADS, 0, g->s>>>(dtmp, (T *)g->dqp, B, Tn, nh, hs);
+	permute<T>(g->s, dtmp, (T *)g->dqp, B, Tn, nh, hs, 1);
 	tend(g);
 	linear_bwd<T>(g, dx, 1.0f, LGR(g, l, qw), LGR(g, l, qb), dtmp, x,
 	    LPC(g, T, l, qw), N, H, H);
 	tstart(g, T_ATTN);
-	k_unpermute<T><<<nblocks(NH), NTHREADS, 0, g->s>>>(dtmp, (T *)g->dkp, B, Tn, nh, hs);
+	permute<T>(g->s, dtmp, (T *)g->dkp, B, Tn, nh, hs, 1);
 	tend(g);
 	linear_bwd<T>(g, dx, 1.0f, LGR(g, l, kw), LGR(g, l, kb), dtmp, x,
 	    LPC(g, T, l, kw), N, H, H);
 	tstart(g, T_ATTN);
-	k_unpermute<T><<<nblocks(NH), NTHREADS, 0, g->s>>>(dtmp, (T *)g->dvp, B, Tn, nh, hs);
+	permute<T>(g->s, dtmp, (T *)g->dvp, B, Tn, nh, hs, 1);
 	tend(g);
 	linear_bwd<T>(g, dx, 1.0f, LGR(g, l, vw), LGR(g, l, vb), dtmp, x,
 	    LPC(g, T, l, vw), N, H, H);
