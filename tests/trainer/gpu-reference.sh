@@ -72,6 +72,7 @@ compare() {
 	    / steps of .*tolerance/ {
 		st = / FAIL$/ ? "FAIL" : "PASS"; sub(/  FAIL$/, "");
 		print st ": " name ", " $0 " " st; if (st == "FAIL") bad = 1; next }
+	    /^transformers: not usable/ { print "FAIL: " name ", " $0; bad = 1; next }
 	    /over tolerance|worst apart/ { print "  " $0; next }
 	    /: [0-9]+ tensors compared/ { if (/ FAIL$/) bad = 1; next }
 	    { print "  " $0 }
