@@ -26,6 +26,7 @@
 #include "prep.h"
 #endif
 #include "error.h"
+#include "gpu.h"
 #include "log.h"
 #include "model.h"
 #include "modelio.h"
@@ -71,6 +72,8 @@ usage(FILE *f)
 "  --grad-checkpointing  keep layer inputs only, recompute in backward\n"
 "  --seed N              weights, data and dropout seed (default 1)\n"
 "  --threads N           OpenMP and OpenBLAS threads (default OMP_NUM_THREADS)\n"
+"  --device cpu|cuda     where the steps run (default cpu); cuda: fp32 on GPU 0\n"
+"                        (trainer/gpu.h), the same files dumped but no logits\n"
 "  --out DIR             write config.json, model.safetensors (initial weights),\n"
 "                        batch.safetensors, step0.safetensors (losses, logits,\n"
 "                        grad.NAME of the first step), final.safetensors, losses.txt,\n"
@@ -332,7 +335,7 @@ synth_write_inputs(const char *out, const struct bert_model *m,
 static void
 synth_write_step0(const char *out, const struct bert_model *m,
     const struct bert_config *c, int task, int B, double loss, double mlm,
-    double seqloss)
+    double seqloss, int logits)
 {
 	struct st_writer *w = st_writer_new();
 	float	lv[3] = { (float)loss, (float)mlm, (float)seqloss };
@@ -345,8 +348,10 @@ synth_write_step0(const char *out, const struct bert_model *m,
 	st_writer_add(w, "seq_loss", ST_F32, 1, &one, &lv[2]);
 	sl[0] = B;
 	sl[1] = task == BERT_PRETRAIN ? 2 : c->num_labels;
-	st_writer_add(w, "seq_logits", ST_F32, 2, sl, m->a.seq_logits);
-	if (task == BERT_PRETRAIN) {
+	/* the GPU's logits stay on the device (gpu.h has no copy of them) */
+	if (logits)
+		st_writer_add(w, "seq_logits", ST_F32, 2, sl, m->a.seq_logits);
+	if (logits && task == BERT_PRETRAIN) {
 		ml[0] = m->a.M;
 		ml[1] = c->vocab;
 		st_writer_add(w, "mlm_logits", ST_F32, 2, ml, m->a.mlm_logits);
@@ -374,6 +379,44 @@ synth_write_final(const char *out, const struct bert_model *m)
 	st_writer_free(w);
 }
 
+/*
+ * Step s's micro-batches on the GPU (--device cuda): the same scaling as
+ * bert_forward's per-micro-batch mean (1/accum over this micro-batch's
+ * labelled positions and sequences) and the same dropout keys (the
+ * micro-batch's index); the losses summed as the CPU path sums them.
+ */
+static int
+synth_gpu_step(struct gpu_trainer *g, const struct bert_model *m,
+    const struct synth *d, int s, int accum, double *loss, double *mlm,
+    double *seqloss)
+{
+	int B = d->B, T = d->T, u, i;
+
+	gpu_zero_grad(g);
+	for (u = 0; u < accum; u++) {
+		size_t			mb = (size_t)s * accum + u;
+		size_t			off = mb * B * T;
+		struct bert_batch	bb = { B, T, d->ids + off, d->types + off,
+		    d->mask + off, d->labels + off, d->seq + mb * B };
+		struct gpu_micro_out	mo;
+		float			gs = 1.0f / accum, ml, sl;
+		int			M = 0;
+
+		if (m->cfg.task == BERT_PRETRAIN)
+			for (i = 0; i < B * T; i++)
+				M += bb.labels[i] != -100;
+		if (gpu_micro_step(g, &bb, mb, 1, M > 0 ? gs / (float)M : 0.0f,
+		    gs / (float)B, u == accum - 1, &mo) != 0)
+			return -1;
+		ml = M > 0 ? (float)(mo.mlm_sum / M) : 0.0f;
+		sl = (float)(mo.seq_sum / B);
+		*loss += ml + sl;
+		*mlm += ml;
+		*seqloss += sl;
+	}
+	return 0;
+}
+
 static int
 cmd_synthetic(int argc, char **argv)
 {
@@ -381,7 +424,7 @@ cmd_synthetic(int argc, char **argv)
 		O_MAXPOS, O_TASK, O_LABELS, O_INIT, O_INITSTD, O_INITALL, O_BATCH,
 		O_SEQ, O_STEPS, O_ACCUM, O_OPT, O_LR, O_WD, O_B1, O_B2, O_EPS,
 		O_WARMUP, O_SCHED, O_POWER, O_CLIP, O_DROPOUT, O_CKPT, O_SEED,
-		O_THREADS, O_OUT, O_QUIET };
+		O_THREADS, O_OUT, O_QUIET, O_DEVICE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, O_MODEL },
 		{ "layers", required_argument, NULL, O_LAYERS },
@@ -415,6 +458,7 @@ cmd_synthetic(int argc, char **argv)
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "out", required_argument, NULL, O_OUT },
 		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "device", required_argument, NULL, O_DEVICE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -426,7 +470,8 @@ cmd_synthetic(int argc, char **argv)
 	int			 nL = 0, nH = 0, nA = 0, nI = 0, nV = 0, nP = 0, labels = 2;
 	int			 task = BERT_PRETRAIN, init_all = 0, ckpt = 0, quiet = 0;
 	int			 B = 4, T = 32, steps = 1, accum = 1, threads = 0, ch, s, u;
-	int			 skip, nt;
+	int			 skip, nt, cuda = 0;
+	struct gpu_trainer	*g = NULL;
 	double			 fwd_ms = 0.0, bwd_ms = 0.0, opt_ms = 0.0;
 	float			 init_std = 0.02f, dropout = 0.1f;
 	uint64_t		 seed = 1;
@@ -503,6 +548,14 @@ cmd_synthetic(int argc, char **argv)
 		case O_THREADS: threads = (int)parse_long("--threads", optarg, 1, 4096); break;
 		case O_OUT: out = optarg; break;
 		case O_QUIET: quiet = 1; break;
+		case O_DEVICE:
+			if (strcmp(optarg, "cpu") == 0)
+				cuda = 0;
+			else if (strcmp(optarg, "cuda") == 0)
+				cuda = 1;
+			else
+				fatalx("--device: '%s': expected cpu or cuda", optarg);
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -510,6 +563,17 @@ cmd_synthetic(int argc, char **argv)
 	if (optind != argc)
 		fatalx("synthetic: unexpected argument '%s' (see cadre-train --help)", argv[optind]);
 	ops_set_threads(threads);
+	if (cuda && gpu_count() == 0) {
+#ifdef HAVE_CUDA
+		fprintf(stderr, "cadre-train: synthetic --device cuda: no CUDA device is "
+		    "visible (nvidia-smi -L lists none, or CUDA_VISIBLE_DEVICES hides "
+		    "them): use --device cpu\n");
+#else
+		fprintf(stderr, "cadre-train: synthetic --device cuda: this cadre-train was "
+		    "built without CUDA (./configure --with-cuda): use --device cpu\n");
+#endif
+		return 2;
+	}
 
 	if (bert_config_preset(model, &c) != 0)
 		fatalx("--model: unknown model '%s': expected bert-tiny, bert-mini, bert-small, "
@@ -558,6 +622,16 @@ cmd_synthetic(int argc, char **argv)
 	}
 	optim_init(&o, &m);
 	o.total = steps;
+	if (cuda) {
+		/* fp32 on GPU 0: the weights (and zero moments) uploaded once */
+		if (gpu_open(&m, B, T, GPU_FP32, ckpt, 0, &g, err, sizeof err) != 0 ||
+		    gpu_upload(g, &m, &o) != 0) {
+			fprintf(stderr, "cadre-train: synthetic --device cuda: %s\n",
+			    g == NULL ? err : "uploading the weights failed");
+			gpu_close(g);
+			return 2;
+		}
+	}
 
 	d.B = B;
 	d.T = T;
@@ -566,9 +640,10 @@ cmd_synthetic(int argc, char **argv)
 
 	if (!quiet)
 		printf("cadre-train: %s L%d H%d A%d I%d V%d, %zu parameters, batch %d x %d, "
-		    "%d threads, OpenBLAS core %s%s\n", init ? init : model, c.layers, c.hidden,
+		    "%d threads, OpenBLAS core %s%s%s\n", init ? init : model, c.layers, c.hidden,
 		    c.heads, c.intermediate, c.vocab, m.nparams, B, T, ops_threads(),
-		    blas_name(), ckpt ? ", gradient checkpointing" : "");
+		    blas_name(), ckpt ? ", gradient checkpointing" : "",
+		    cuda ? ", device cuda (fp32)" : "");
 	if (out != NULL)
 		lf = synth_write_inputs(out, &m, &d, &o, task, steps, accum, dropout,
 		    seed);
@@ -578,8 +653,22 @@ cmd_synthetic(int argc, char **argv)
 		double	t0 = now_ms(), loss = 0.0, mlm = 0.0, seqloss = 0.0, norm = 0.0;
 		float	lr = optim_lr(&o, o.t);
 
-		bert_zero_grad(&m);
-		for (u = 0; u < accum; u++) {
+		if (g != NULL) {
+			if (synth_gpu_step(g, &m, &d, s, accum, &loss, &mlm, &seqloss) != 0) {
+				fprintf(stderr, "cadre-train: synthetic --device cuda: step %d "
+				    "failed on the GPU\n", s);
+				return 1;
+			}
+			fwd_ms += (s > 0 || steps <= 2) ? now_ms() - t0 : 0.0;
+			if (s == 0 && out != NULL && gpu_download_grads(g, &m) != 0) {
+				fprintf(stderr, "cadre-train: synthetic --device cuda: "
+				    "downloading the gradients failed\n");
+				return 1;
+			}
+		}
+		if (g == NULL)
+			bert_zero_grad(&m);
+		for (u = 0; g == NULL && u < accum; u++) {
 			size_t		   mb = (size_t)s * accum + u;
 			size_t		   off = mb * B * T;
 			struct bert_batch  bb = { B, T, d.ids + off, d.types + off,
@@ -601,11 +690,19 @@ cmd_synthetic(int argc, char **argv)
 		mlm /= accum;
 		seqloss /= accum;
 		if (s == 0 && out != NULL)
-			synth_write_step0(out, &m, &c, task, B, loss, mlm, seqloss);
+			synth_write_step0(out, &m, &c, task, B, loss, mlm, seqloss, g == NULL);
 		if (steps > 0) {
 			double ta = now_ms();
+			int skipped = 0;
 
-			norm = optim_step(&o, &m);
+			if (g != NULL) {
+				if (gpu_optim_step(g, &o, &norm, &skipped) != 0) {
+					fprintf(stderr, "cadre-train: synthetic --device cuda: "
+					    "the optimizer step %d failed on the GPU\n", s);
+					return 1;
+				}
+			} else
+				norm = optim_step(&o, &m);
 			if (s > 0 || steps <= 2)
 				opt_ms += now_ms() - ta;
 		}
@@ -621,6 +718,12 @@ cmd_synthetic(int argc, char **argv)
 	}
 	if (lf != NULL)
 		fclose(lf);
+	if (g != NULL && gpu_download(g, &m, &o) != 0) {
+		fprintf(stderr, "cadre-train: synthetic --device cuda: downloading the "
+		    "weights failed\n");
+		return 1;
+	}
+	gpu_close(g);
 	if (out != NULL)
 		synth_write_final(out, &m);
 	/* The median skips the first step (allocations, cold caches) when

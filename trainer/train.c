@@ -331,6 +331,10 @@ mx_start(struct run *r)
 	mx_int(mx, "global_batch", r->gB);
 	mx_str(mx, "precision", traincfg_precision_name(r->tc.precision));
 	mx_str(mx, "device", r->cuda ? "cuda" : "cpu");
+	/* the gradients' all-reduce: NCCL among GPU ranks (also one rank,
+	 * CADRE_FORCE_NCCL=1); absent when there is none */
+	if (r->cuda && (r->ncclenv || r->d.nranks > 1))
+		mx_str(mx, "comm", "nccl");
 	mx_str(mx, "commit", commit_id());
 	if (mx_end(mx) != 0)
 		fatal(RUNDIR_METRICS);

@@ -201,17 +201,21 @@ choose_device(const struct train_config *tc)
  * GPU ranks started without MPI, as torchrun starts them (WORLD_SIZE,
  * RANK; MASTER_ADDR and MASTER_PORT for NCCL's rendezvous): the ranks
  * come from the environment and every reduction goes through NCCL.
+ * WORLD_SIZE=1 is a plain run, unless CADRE_FORCE_NCCL=1 asks for a
+ * one-rank NCCL communicator anyway (a test of the NCCL path on one GPU,
+ * docs/gpu.md).
  */
 static int
 env_ranks(struct run *r)
 {
 	const char	*ws = getenv("WORLD_SIZE"), *rk = getenv("RANK");
+	const char	*force = getenv("CADRE_FORCE_NCCL");
 	long long	 w, k;
 
 	if (!r->cuda || r->d.mpi || ws == NULL)
 		return 0;
 	w = opt_int("WORLD_SIZE", ws, 1, 65536);
-	if (w == 1)
+	if (w == 1 && (force == NULL || strcmp(force, "1") != 0))
 		return 0;
 	if (rk == NULL)
 		usage_fail("WORLD_SIZE is %lld but RANK is not set", w);
@@ -241,7 +245,18 @@ run_gpu_open(struct run *r)
 		}
 		dist_abort(&r->d, TRAIN_EXIT_ERROR);
 	}
-	if (r->ncclenv) {
+	if (r->ncclenv && r->d.nranks == 1) {
+		/* CADRE_FORCE_NCCL=1 with WORLD_SIZE=1: no one to hand the id
+		 * to, so no rendezvous; a communicator of this rank alone */
+		uint8_t	id[GPU_COMM_ID_BYTES];
+
+		if (gpu_comm_id(id, err, sizeof err) != 0 ||
+		    gpu_comm_init(r->gpu, id, 0, 1, err, sizeof err) != 0) {
+			fprintf(stderr, "cadre-train: GPU: %s\n", err);
+			dist_abort(&r->d, TRAIN_EXIT_ERROR);
+		}
+		fprintf(stderr, "cadre-train: NCCL: one rank (CADRE_FORCE_NCCL=1)\n");
+	} else if (r->ncclenv) {
 		int rank, n;
 
 		if (gpu_comm_init_env(r->gpu, &rank, &n, err, sizeof err) != 0) {

@@ -10,6 +10,14 @@ compares: logits, losses and every parameter's gradient of the first step
 With --hf it does the same against Hugging Face transformers'
 BertForPreTraining / BertForSequenceClassification loaded from DIR.
 
+--device cuda runs both references on the GPU (fp32, TF32 off; Hugging
+Face with its eager attention), for a DIR that `cadre-train synthetic
+--device cuda` wrote: its step0.safetensors has no logits (they stay on
+the device), so the logits are compared only where the dump has them.
+--families adds, per reference, the worst error of each tensor family
+(embeddings, attention q/k/v, attention output, FFN, LayerNorms, pooler,
+heads, losses), one line each ending in PASS or FAIL.
+
 The error of a tensor is max|cadre - ref| / max(max|ref|, 1e-5), its max-norm
 relative error; the floor of 1e-5 only matters for the key biases, whose
 gradient is zero in exact arithmetic (softmax does not change when the same
@@ -83,7 +91,7 @@ class Dropper:
         if s.p <= 0:
             return x
         n = x.numel()
-        e = torch.arange(n, dtype=torch.int64)
+        e = torch.arange(n, dtype=torch.int64, device=x.device)
         blk = e >> 2
         c1 = torch.full_like(blk, (layer << 8) | tensor)
         c2 = torch.full_like(blk, s.step & MASK32)
@@ -93,7 +101,8 @@ class Dropper:
         w = torch.stack(philox4x32_10(blk, c1, c2, c3, k0, k1), dim=1)
         word = w.gather(1, (e & 3)[:, None])[:, 0]
         u = (word >> 8).to(torch.float32) * (1.0 / 16777216.0)
-        f = torch.where(u >= s.p32, s.scale, torch.zeros((), dtype=torch.float32))
+        f = torch.where(u >= s.p32.to(x.device), s.scale.to(x.device),
+                        torch.zeros((), dtype=torch.float32, device=x.device))
         return x * f.view(x.shape)
 
 
@@ -110,7 +119,7 @@ class Embeddings(nn.Module):
         s.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
 
     def forward(s, ids, types, drop):
-        pos = torch.arange(ids.shape[1])[None, :]
+        pos = torch.arange(ids.shape[1], device=ids.device)[None, :]
         x = s.word_embeddings(ids) + s.token_type_embeddings(types) + s.position_embeddings(pos)
         return drop(s.LayerNorm(x), 0, 0)
 
@@ -249,7 +258,7 @@ class RefModel(nn.Module):
         else:
             mlm_logits = None
             seq_logits = s.classifier(s.drop(pooled, s.layers, 4))
-            mlm = torch.zeros(())
+            mlm = torch.zeros((), device=ids.device)
         seq = F.cross_entropy(seq_logits, seq_labels)
         return mlm + seq, mlm, seq, mlm_logits, seq_logits
 
@@ -257,13 +266,21 @@ class RefModel(nn.Module):
 class HFModel(nn.Module):
     """Hugging Face's own classes, loaded from cadre's files."""
 
-    def __init__(s, d, task):
+    def __init__(s, d, task, device="cpu"):
         super().__init__()
         import transformers
         s.task = task
         cls = transformers.BertForPreTraining if task == "pretrain" else \
             transformers.BertForSequenceClassification
-        s.m = cls.from_pretrained(d)
+        if device == "cpu":
+            s.m = cls.from_pretrained(d)
+        else:
+            # the plain attention (no SDPA kernels) in fp32, on the GPU
+            try:
+                s.m = cls.from_pretrained(d, attn_implementation="eager")
+            except (TypeError, ValueError):
+                s.m = cls.from_pretrained(d)
+            s.m.float().to(device)
 
     def named_parameters(s, *a, **k):
         for n, p in s.m.named_parameters():
@@ -280,22 +297,49 @@ class HFModel(nn.Module):
             seq = F.cross_entropy(seq_logits, seq_labels)
             return o.loss, mlm, seq, mlm_logits, seq_logits
         o = s.m(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=seq_labels)
-        return o.loss, torch.zeros(()), o.loss, None, o.logits
+        return o.loss, torch.zeros((), device=ids.device), o.loss, None, o.logits
 
 
 # ------------------------------------------------------------------ comparison
 FLOOR = 1e-5
+DEVICE = "cpu"
 
 
 def rel_err(a, b):
-    a = a.double()
-    b = b.double()
+    a = a.detach().cpu().double()
+    b = b.detach().cpu().double()
     d = (a - b).abs().max().item() if a.numel() else 0.0
     s = b.abs().max().item() if b.numel() else 0.0
     return d / max(s, FLOOR)
 
 
+FAMILIES = ["embeddings", "attention q/k/v", "attention output", "FFN", "LayerNorms",
+            "pooler", "heads", "losses and logits"]
+
+
+def family(name):
+    """The tensor family of a compared name (grad.PARAM, a loss, logits)."""
+    if not name.startswith("grad."):
+        return "losses and logits"
+    n = name[5:]
+    if "LayerNorm" in n:
+        return "LayerNorms"
+    if n.startswith("bert.embeddings."):
+        return "embeddings"
+    if ".attention.self." in n:
+        return "attention q/k/v"
+    if ".attention.output." in n:
+        return "attention output"
+    if ".intermediate." in n or (".encoder.layer." in n and ".output." in n):
+        return "FFN"
+    if n.startswith("bert.pooler."):
+        return "pooler"
+    return "heads"
+
+
 class Report:
+    families = False
+
     def __init__(s, label, tol):
         s.label, s.tol, s.rows = label, tol, []
 
@@ -317,12 +361,21 @@ class Report:
                   % (other[1], other[0]))
         for e, n in bad[-10:]:
             print("  over tolerance: %s %.3e" % (n, e))
+        if s.families:
+            for fam in FAMILIES:
+                rows = [r for r in s.rows if family(r[1]) == fam]
+                if not rows:
+                    continue
+                w = rows[-1]
+                print("  %s: %s: %d tensors, max rel err %.3e (%s), tolerance %.0e %s"
+                      % (s.label, fam, len(rows), w[0], w[1], s.tol,
+                         "PASS" if w[0] <= s.tol else "FAIL"))
         return not bad
 
 
 def batch_at(batch, i):
-    return (batch["input_ids"][i], batch["token_type_ids"][i], batch["attention_mask"][i],
-            batch["labels"][i], batch["seq_labels"][i])
+    return tuple(batch[k][i].to(DEVICE) for k in
+                 ("input_ids", "token_type_ids", "attention_mask", "labels", "seq_labels"))
 
 
 def lr_at(run, s):
@@ -387,8 +440,10 @@ def run_model(model, d, run, batch, check, tol, label, step0, losses):
             r.add("loss", step0["loss"], torch.tensor([tot]))
             r.add("mlm_loss", step0["mlm_loss"], mlm.detach().reshape(1))
             r.add("seq_loss", step0["seq_loss"], seqloss.detach().reshape(1))
-            r.add("seq_logits", step0["seq_logits"], seq_logits.detach())
-            if mlm_logits is not None:
+            # a dump from the GPU has no logits (they stay on the device)
+            if "seq_logits" in step0:
+                r.add("seq_logits", step0["seq_logits"], seq_logits.detach())
+            if mlm_logits is not None and "mlm_logits" in step0:
                 r.add("mlm_logits", step0["mlm_logits"], mlm_logits.detach())
             names = set()
             for n, p in params:
@@ -428,7 +483,21 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--hf", action="store_true", help="also against transformers' classes")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where the references run (cuda: fp32, TF32 off)")
+    ap.add_argument("--families", action="store_true",
+                    help="the worst error of each tensor family, PASS/FAIL each")
     a = ap.parse_args()
+    global DEVICE
+    Report.families = a.families
+    if a.device == "cuda":
+        if not torch.cuda.is_available():
+            print("bert_ref.py: --device cuda but torch sees no CUDA device")
+            sys.exit(77)
+        DEVICE = "cuda"
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        print("device: %s (torch %s)" % (torch.cuda.get_device_name(0), torch.__version__))
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     d = a.dir
@@ -442,6 +511,7 @@ def main():
 
     model = RefModel(cfg, run["task"], num_labels)
     model.load_state_dict(weights, strict=True)
+    model.to(DEVICE)
     if run["dropout"] > 0:
         # cadre's Philox masks, reproduced here; Hugging Face's own dropout
         # draws other masks, so its classes are compared only without.
@@ -453,7 +523,7 @@ def main():
     if a.hf:
         try:
             import transformers
-            hf = HFModel(d, run["task"])
+            hf = HFModel(d, run["task"], DEVICE)
         except Exception as e:  # noqa: BLE001 - report whatever stops transformers
             print("transformers: not usable here (%s: %s); compared with the torch.nn reference only"
                   % (type(e).__name__, e))
