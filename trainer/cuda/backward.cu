@@ -114,7 +114,7 @@ backward_t(struct gpu_trainer *g, uint64_t step, int train, int last)
 	if (last) {
 		bucket_allreduce(g, 0, g->loff[0].qw);
 #ifdef HAVE_NCCL
-		if (g->nranks > 1) {
+		if (g->comm != NULL) {
 			CK(cudaEventRecord(g->ev_comm, g->sc));
 			CK(cudaStreamWaitEvent(g->s, g->ev_comm, 0));
 		}

@@ -23,7 +23,7 @@ bucket_allreduce(struct gpu_trainer *g, size_t lo, size_t hi)
 #ifdef HAVE_NCCL
 	cudaEvent_t ev;
 
-	if (g->nranks <= 1 || hi <= lo)
+	if (g->comm == NULL || hi <= lo)
 		return;
 	ev = g->ev_bucket[g->nbucket_ev++ % 512];
 	CK(cudaEventRecord(ev, g->s));
@@ -61,7 +61,7 @@ gpu_comm_init(struct gpu_trainer *g, const uint8_t id[GPU_COMM_ID_BYTES], int ra
 	ncclUniqueId u;
 	ncclResult_t r;
 
-	if (nranks <= 1)
+	if (nranks < 1)
 		return 0;
 	memcpy(&u, id, sizeof u);
 	CK(cudaSetDevice(g->dev));
@@ -209,7 +209,7 @@ out:
 int
 gpu_comm_sum_f64(struct gpu_trainer *g, double *x, int n)
 {
-	if (g->nranks <= 1)
+	if (g->comm == NULL)
 		return 0;
 	if (n > 64)
 		return CADRE_ERR_RANGE;
@@ -227,7 +227,7 @@ gpu_comm_sum_f64(struct gpu_trainer *g, double *x, int n)
 int
 gpu_comm_max_i64(struct gpu_trainer *g, int64_t *x, int n)
 {
-	if (g->nranks <= 1)
+	if (g->comm == NULL)
 		return 0;
 	if (n > 64)
 		return CADRE_ERR_RANGE;

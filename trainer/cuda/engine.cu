@@ -333,7 +333,7 @@ gpu_close(struct gpu_trainer *g)
 	if (g->sc != NULL)
 		cudaStreamSynchronize(g->sc);
 #ifdef HAVE_NCCL
-	if (g->nranks > 1 && g->comm != NULL)
+	if (g->comm != NULL)
 		ncclCommDestroy(g->comm);
 #endif
 	for (l = 0; l < g->nla; l++) {
