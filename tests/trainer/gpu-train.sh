@@ -136,7 +136,7 @@ if [ $st -eq 0 ] && [ -s "$work/l1" ] && cmp -s "$work/l1" "$work/l2" &&
     [ "$inits" -ge 1 ] && [ "$colls" -ge 1 ]; then
 	pass "NCCL with one rank (WORLD_SIZE=1 CADRE_FORCE_NCCL=1): 20 losses bitwise equal to the plain run, communicator initialised, $colls all-reduces in NCCL's log"
 else
-	fail "NCCL with one rank (exit $st): losses $(cmp -s "$work/l1" "$work/l2" && echo equal || echo differ), start metrics comm: $(grep -o '"comm":"[a-z]*"' "$work/nc1/metrics.jsonl" 2>/dev/null | head -n 1), NCCL inits $inits, all-reduces $colls (none: trainer/cuda/comm.cu skips nranks <= 1, docs/gpu.md); $(grep -v 'NCCL INFO' "$work/nc1.log" | tail -n 2 | tr '\n' ' ')"
+	fail "NCCL with one rank (exit $st): losses $(cmp -s "$work/l1" "$work/l2" && echo equal || echo differ), start metrics comm: $(grep -o '"comm":"[a-z]*"' "$work/nc1/metrics.jsonl" 2>/dev/null | head -n 1), NCCL inits $inits, all-reduces $colls; $(grep -v 'NCCL INFO' "$work/nc1.log" | tail -n 2 | tr '\n' ' ')"
 fi
 
 # two GPUs under mpirun: NCCL against one GPU with twice the batch
