@@ -38,9 +38,9 @@ backward_t(struct gpu_trainer *g, uint64_t step, int train, int last)
 		tstart(g, T_LN);
 		ln_bwd<T>(g->s, (T *)g->dM2, (T *)NULL, (T *)g->dM1, (T *)g->tg,
 		    PC(g, T, tr_ln_w), g->tmean, g->trstd, M, H, 0, nokey);
+		tend(g);
 		colsum<T>(g, GR(g, tr_ln_w), GR(g, tr_ln_b), (T *)g->dM1, (T *)g->tg,
 		    g->tmean, g->trstd, M, H);
-		tend(g);
 		tstart(g, T_ACT);
 		gelu_bwd<T>(g->s, (T *)g->dM3, (T *)g->t, (T *)g->dM2, (size_t)M * H);
 		tend(g);
@@ -104,8 +104,10 @@ backward_t(struct gpu_trainer *g, uint64_t step, int train, int last)
 		    NH, ke);
 		ln_bwd<T>(g->s, (T *)g->dxb, (T *)NULL, (T *)g->dxa, (T *)g->emb,
 		    PC(g, T, eln_w), g->emb_mean, g->emb_rstd, N, H, 0, nokey);
+		tend(g);
 		colsum<T>(g, GR(g, eln_w), GR(g, eln_b), (T *)g->dxa, (T *)g->emb,
 		    g->emb_mean, g->emb_rstd, N, H);
+		tstart(g, T_EMB);
 		seg_rows_add<T>(g, GR(g, wte), (T *)g->dxb, &g->wseg);
 		k_pos_add<T><<<Tn, 256, 0, g->s>>>(GR(g, wpe), (T *)g->dxb, B, Tn, H);
 		seg_rows_add<T>(g, GR(g, wtt), (T *)g->dxb, &g->tseg);

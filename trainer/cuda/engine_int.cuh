@@ -76,8 +76,8 @@ nblocks(size_t n)
 
 /* ---------------------------------------------------------------- timers */
 
-enum op_class { T_GEMM, T_ATTN, T_LN, T_ACT, T_EMB, T_LOSS, T_OPT, T_COMM,
-	T_COPY, T_NCLASS };
+enum op_class { T_GEMM, T_ATTN, T_LN, T_COLSUM, T_ACT, T_EMB, T_LOSS, T_OPT,
+	T_COMM, T_COPY, T_NCLASS };
 
 #define MAX_EVENTS	16384
 

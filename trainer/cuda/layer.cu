@@ -108,9 +108,9 @@ layer_bwd(struct gpu_trainer *g, int l, const struct lacts *A, const T *x,
 	tstart(g, T_LN);
 	ln_bwd<T>(g->s, dh1, drd, dout, (T *)A->r2, LPC(g, T, l, oln_w), A->mean2,
 	    A->rstd2, N, H, 0, kf);
+	tend(g);
 	colsum<T>(g, LGR(g, l, oln_w), LGR(g, l, oln_b), dout, (T *)A->r2, A->mean2,
 	    A->rstd2, N, H);
-	tend(g);
 	linear_bwd<T>(g, (T *)g->dg, 0.0f, LGR(g, l, ow), LGR(g, l, ob), drd,
 	    (T *)A->gl, LPC(g, T, l, ow), N, I, H);
 	tstart(g, T_ACT);
@@ -122,9 +122,9 @@ layer_bwd(struct gpu_trainer *g, int l, const struct lacts *A, const T *x,
 	tstart(g, T_LN);
 	ln_bwd<T>(g->s, dx, drd, dh1, (T *)A->r1, LPC(g, T, l, aln_w), A->mean1,
 	    A->rstd1, N, H, 0, ka);
+	tend(g);
 	colsum<T>(g, LGR(g, l, aln_w), LGR(g, l, aln_b), dh1, (T *)A->r1, A->mean1,
 	    A->rstd1, N, H);
-	tend(g);
 	linear_bwd<T>(g, (T *)g->dctx, 0.0f, LGR(g, l, aow), LGR(g, l, aob), drd,
 	    (T *)A->ctx, LPC(g, T, l, aow), N, H, H);
 	tstart(g, T_ATTN);
