@@ -4,7 +4,8 @@
 # checkpointing on the GPU (losses bitwise equal), bf16 against fp32
 # after 50 steps (within 1e-2), fp16 with loss scaling (completes,
 # skipped_steps counted), a checkpoint written on the GPU resumed on the
-# CPU and the other way round (losses within 1e-4 of a straight run);
+# CPU and the other way round (losses within 1e-4 of a straight run); a
+# timed checkpoint on the GPU resumed on the GPU (1e-6) and the CPU (1e-4);
 # 200 steps of a bert-mini-sized MLM in bf16 and in fp16 (loss scaling)
 # against fp32: the mean loss of the last 10 steps within 2%, fp16's
 # skipped steps counted; NCCL with one rank (torchrun-style variables,
@@ -115,6 +116,49 @@ if [ $a -eq 75 ] && [ $b -eq 0 ] && close_losses "$work/c2g" "$work/cpu" 1e-4; t
 	pass "a CPU checkpoint resumes on the GPU: 20 losses within 1e-4 of the straight run"
 else
 	fail "CPU -> GPU resume (exits $a, $b): $(tail -n 2 "$work/c2g.log")"
+fi
+
+# A timed checkpoint on the GPU (checkpoint_every 1 s, steps of at least
+# 100 ms, so about step 10 of 20), resumed on the GPU and on the CPU: a
+# copy of the run whose checkpoints/latest names the timed checkpoint, and
+# no later one, continues from it; its losses after the checkpoint are
+# the straight GPU run's, within 1e-6 on the GPU (the same kernels and
+# dropout masks) and 1e-4 on the CPU.
+write_cfg "$work/tm.json" "$shards" "$work/tm" model "$MODEL" steps 20 device '"cuda"' \
+    checkpoint_every 1 keep_checkpoints 1 keep_timed true
+"$tool" train --config "$work/tm.json" --quiet --min-step-ms 100 > "$work/tm.log" 2>&1; a=$?
+ck=$(sed -n 's/.*"event":"checkpoint","step":\([0-9]*\),.*"due_s".*/\1/p' \
+    "$work/tm/metrics.jsonl" 2>/dev/null | head -n 1)
+if [ $a -ne 0 ] || [ -z "$ck" ] || [ "$ck" -ge 20 ] || [ ! -d "$work/tm/checkpoints/step-$ck" ]; then
+	fail "timed checkpoint on the GPU (exit $a): no timed checkpoint before step 20 (${ck:-none}); $(tail -n 2 "$work/tm.log" | tr '\n' ' ')"
+else
+	losses "$work/tm" | awk -v k="$ck" '$1 > k' > "$work/tm.after"
+	for dev in cuda cpu; do
+		rd="$work/tm-$dev"
+		rm -rf "$rd"
+		cp -r "$work/tm" "$rd"
+		for c in "$rd"/checkpoints/step-*; do
+			[ "$c" = "$rd/checkpoints/step-$ck" ] || rm -rf "$c"
+		done
+		printf 'step-%s\n' "$ck" > "$rd/checkpoints/latest"
+		: > "$rd/metrics.jsonl"
+		write_cfg "$work/tm-$dev.json" "$shards" "$rd" model "$MODEL" steps 20 \
+		    device "\"$dev\"" checkpoint_every 1 keep_checkpoints 1 keep_timed true
+		"$tool" train --config "$work/tm-$dev.json" --quiet > "$work/tm-$dev.log" 2>&1; b=$?
+		tol=1e-6
+		[ $dev = cpu ] && tol=1e-4
+		losses "$rd" > "$work/tm.resumed"
+		if [ $b -eq 0 ] && [ -s "$work/tm.after" ] &&
+		    [ "$(wc -l < "$work/tm.resumed")" -eq "$(wc -l < "$work/tm.after")" ] &&
+		    paste -d ' ' "$work/tm.after" "$work/tm.resumed" | awk -v tol=$tol '
+			{ if ($1 != $3) bad = 1; d = $2 - $4; if (d < 0) d = -d;
+			  m = $2 < 0 ? -$2 : $2; if (d > tol * m) bad = 1 }
+			END { exit bad }'; then
+			pass "the GPU's timed checkpoint at step $ck (of 20) resumes on $dev: $(wc -l < "$work/tm.after") losses within $tol of the straight GPU run"
+		else
+			fail "the GPU's timed checkpoint at step $ck resumed on $dev (exit $b): $(paste -d ' ' "$work/tm.after" "$work/tm.resumed" | head -n 2 | tr '\n' ' ') $(tail -n 2 "$work/tm-$dev.log" | tr '\n' ' ')"
+		fi
+	done
 fi
 
 # NCCL with one rank: WORLD_SIZE=1 is a plain run unless CADRE_FORCE_NCCL=1
