@@ -665,8 +665,7 @@ cmd_synthetic(int argc, char **argv)
 				    "downloading the gradients failed\n");
 				return 1;
 			}
-		}
-		if (g == NULL)
+		} else
 			bert_zero_grad(&m);
 		for (u = 0; g == NULL && u < accum; u++) {
 			size_t		   mb = (size_t)s * accum + u;
