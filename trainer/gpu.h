@@ -124,6 +124,12 @@ int gpu_selftest_dropout(char *err, size_t errlen);
 /* The row-major to cuBLASLt (column-major) mapping of every GEMM, its
  * transposes and leading dimensions, against sgemm_rm: needs no GPU. */
 int gpu_selftest_gemm_layout(char *err, size_t errlen);
+/* The fused attention (bf16 or fp16: precision) against a plain fp32 one
+ * on the device, over several shapes, masks and dropout rates: 0 when
+ * every output is within the precision's tolerance; worst[] gets the
+ * largest relative error of the probabilities, the context, dq, dk, dv. */
+int gpu_check_attention(int precision, double worst[5], char *err,
+    size_t errlen);
 /* With CADRE_GPU_TIMERS=1 in the environment: the time per operation
  * class (cudaEvent pairs), printed to f. */
 void gpu_print_timers(const struct gpu_trainer *g, FILE *f);
@@ -244,6 +250,13 @@ gpu_selftest_dropout(char *err, size_t errlen)
 static inline int
 gpu_selftest_gemm_layout(char *err, size_t errlen)
 {
+	GPU_NO_CUDA(err, errlen);
+}
+static inline int
+gpu_check_attention(int precision, double worst[5], char *err, size_t errlen)
+{
+	(void)precision;
+	(void)worst;
 	GPU_NO_CUDA(err, errlen);
 }
 

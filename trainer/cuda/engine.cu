@@ -118,6 +118,11 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 	H = (size_t)g->H;
 	I = (size_t)g->I;
 	ts = g->tsize;
+	/* CADRE_GPU_ATTN=unfused: the permutes, batched products and softmax
+	 * kernels even where the fused attention applies (to compare) */
+	g->fused_attn = attn_fused_ok(ts, T, g->H, g->nh) &&
+	    !(getenv("CADRE_GPU_ATTN") != NULL &&
+	    strcmp(getenv("CADRE_GPU_ATTN"), "unfused") == 0);
 	natt = (size_t)B * g->nh * T * T;
 
 	g->off = (struct model_off){ OFF(wte), OFF(wpe), OFF(wtt), OFF(eln_w), OFF(eln_b),
@@ -194,9 +199,6 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 	if ((g->emb = dalloc(g, N * H * ts)) == NULL ||
 	    (g->emb_mean = (float *)dalloc(g, N * 4)) == NULL ||
 	    (g->emb_rstd = (float *)dalloc(g, N * 4)) == NULL ||
-	    (g->qs = dalloc(g, N * H * ts)) == NULL ||
-	    (g->attd = dalloc(g, natt * ts)) == NULL ||
-	    (g->ctxp = dalloc(g, N * H * ts)) == NULL ||
 	    (g->dxa = dalloc(g, N * H * ts)) == NULL ||
 	    (g->dxb = dalloc(g, N * H * ts)) == NULL ||
 	    (g->dh1 = dalloc(g, N * H * ts)) == NULL ||
@@ -204,11 +206,17 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 	    (g->dg = dalloc(g, N * I * ts)) == NULL ||
 	    (g->di = dalloc(g, N * I * ts)) == NULL ||
 	    (g->dctx = dalloc(g, N * H * ts)) == NULL ||
-	    (g->dctxp = dalloc(g, N * H * ts)) == NULL ||
-	    (g->datt = dalloc(g, natt * ts)) == NULL ||
 	    (g->dqp = dalloc(g, N * H * ts)) == NULL ||
 	    (g->dkp = dalloc(g, N * H * ts)) == NULL ||
 	    (g->dvp = dalloc(g, N * H * ts)) == NULL)
+		goto nomem;
+	/* the unfused attention's scratch */
+	if (!g->fused_attn &&
+	    ((g->qs = dalloc(g, N * H * ts)) == NULL ||
+	    (g->attd = dalloc(g, natt * ts)) == NULL ||
+	    (g->ctxp = dalloc(g, N * H * ts)) == NULL ||
+	    (g->dctxp = dalloc(g, N * H * ts)) == NULL ||
+	    (g->datt = dalloc(g, natt * ts)) == NULL))
 		goto nomem;
 	{
 		size_t C = (size_t)(g->V > g->I ? g->V : g->I), chunks;

@@ -16,6 +16,7 @@
  *   optimizer.cu    AdamW, LAMB, clipping, fp16 loss scaling
  *   comm.cu         NCCL: gradient buckets, the ranks' bootstrap, reductions
  *   selftest.cu     the host-side checks of gpu-masks.sh
+ *   attn_check.cu   the fused attention against a plain one, on the device
  */
 #ifndef CADRE_CUDA_ENGINE_INT_CUH
 #define CADRE_CUDA_ENGINE_INT_CUH
@@ -156,6 +157,7 @@ struct gpu_trainer {
 	struct plan		*plans;
 	int			 nplans, cap_plans;
 	int			 tune;		/* CADRE_GPU_GEMM_TUNE=1: time the candidates */
+	int			 fused_attn;	/* kernels_attn_fused.cuh takes the attention */
 	void			*tune_out;	/* their scratch output */
 	size_t			 tune_bytes;
 

@@ -304,6 +304,26 @@ linear(struct gpu_trainer *g, T *out, const T *inp, const T *w, const T *b,
 	    g->dt, g->dt, b);
 }
 
+/* k_colsum_partial8 where it applies (2-byte T, C a multiple of 8,
+ * 16-byte aligned rows): whether it was launched. */
+template <typename T>
+static int
+colsum8(cudaStream_t st, float *pw, float *pb, const T *dy, const T *x,
+    const float *mean, const float *rstd, int N, int C, int chunks)
+{
+	if constexpr (sizeof(T) == 2) {
+		if (C % 8 == 0 && (uintptr_t)dy % 16 == 0 && (uintptr_t)x % 16 == 0) {
+			dim3 grid((C + COLSUM8_COLS - 1) / COLSUM8_COLS, chunks);
+			dim3 blk(COLSUM8_TX, COLSUM8_TY);
+
+			k_colsum_partial8<T><<<grid, blk, 0, st>>>(pw, pb, dy, x, mean, rstd,
+			    N, C);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Column sums of dy (N,C) added to db; with x, the LayerNorm weight's
  * gradient sum(dy * xhat) added to dw. */
 template <typename T>
@@ -317,8 +337,10 @@ colsum(struct gpu_trainer *g, float *dw, float *db, const T *dy, const T *x,
 	unsigned cb = (unsigned)((C + COLSUM_TX - 1) / COLSUM_TX);
 
 	tstart(g, T_COLSUM);
-	k_colsum_partial<T><<<grid, blk, 0, g->s>>>(dw != NULL ? pw : NULL, pb, dy,
-	    dw != NULL ? x : NULL, mean, rstd, N, C);
+	if (!colsum8<T>(g->s, dw != NULL ? pw : NULL, pb, dy, dw != NULL ? x : NULL,
+	    mean, rstd, N, C, chunks))
+		k_colsum_partial<T><<<grid, blk, 0, g->s>>>(dw != NULL ? pw : NULL, pb, dy,
+		    dw != NULL ? x : NULL, mean, rstd, N, C);
 	if (dw != NULL)
 		k_partials_add<<<cb, blk, 0, g->s>>>(dw, pw, chunks, C);
 	k_partials_add<<<cb, blk, 0, g->s>>>(db, pb, chunks, C);

@@ -330,4 +330,18 @@ struct chunk {
 
 #define OPT_CHUNK	65536
 
+/* The fused attention (kernels_attn_fused.cuh): head size, most positions
+ * (a warp per 16 query rows, 8 warps). */
+#define FA_HS		64
+#define FA_TMAX		128
+
+/* Whether it takes an attention of this shape: 2-byte T, head size 64, T
+ * a multiple of 16 up to FA_TMAX, rows of 16-byte multiples. */
+static inline int
+attn_fused_ok(size_t tsize, int Tn, int H, int nh)
+{
+	return tsize == 2 && nh > 0 && H % nh == 0 && H / nh == FA_HS &&
+	    Tn % 16 == 0 && Tn >= 16 && Tn <= FA_TMAX && H % 8 == 0;
+}
+
 #endif

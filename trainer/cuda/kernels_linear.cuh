@@ -108,6 +108,74 @@ k_colsum_partial(float *pw, float *pb, const T *dy, const T *x,
 		pw[(size_t)c * C + j] = sw;
 }
 
+/*
+ * k_colsum_partial for a 2-byte T, 16 bytes a thread: blocks of
+ * COLSUM8_TX groups of 8 columns x COLSUM8_TY row lanes, so that a warp
+ * reads four rows of 128 contiguous bytes (k_colsum_partial's warp reads
+ * 64 bytes of a row). C a multiple of 8, dy and x 16-byte aligned. The
+ * order is fixed, though not k_colsum_partial's.
+ */
+#define COLSUM8_TX	8
+#define COLSUM8_TY	32
+#define COLSUM8_COLS	(8 * COLSUM8_TX)
+
+template <typename T>
+__global__ void __launch_bounds__(COLSUM8_TX * COLSUM8_TY)
+k_colsum_partial8(float *pw, float *pb, const T *dy, const T *x,
+    const float *mean, const float *rstd, int N, int C)
+{
+	__shared__ float shw[COLSUM8_TY][COLSUM8_COLS], shb[COLSUM8_TY][COLSUM8_COLS];
+	int tx = threadIdx.x, ty = threadIdx.y, j0 = blockIdx.x * COLSUM8_COLS + 8 * tx;
+	int c = blockIdx.y, lo = c * COLSUM_ROWS, hi = min(N, lo + COLSUM_ROWS);
+	int t = ty * COLSUM8_TX + tx;
+	float sw[8], sb[8];
+
+#pragma unroll
+	for (int q = 0; q < 8; q++)
+		sw[q] = sb[q] = 0.0f;
+	if (j0 < C) {
+		for (int n = lo + ty; n < hi; n += COLSUM8_TY) {
+			uint4 dv = *(const uint4 *)(dy + (size_t)n * C + j0);
+			const T *d = (const T *)&dv;
+
+			if (x != NULL) {
+				uint4 xv = *(const uint4 *)(x + (size_t)n * C + j0);
+				const T *xe = (const T *)&xv;
+				float mu = mean[n], rs = rstd[n];
+
+#pragma unroll
+				for (int q = 0; q < 8; q++) {
+					sb[q] += tof(d[q]);
+					sw[q] += tof(d[q]) * (tof(xe[q]) - mu) * rs;
+				}
+			} else {
+#pragma unroll
+				for (int q = 0; q < 8; q++)
+					sb[q] += tof(d[q]);
+			}
+		}
+	}
+#pragma unroll
+	for (int q = 0; q < 8; q++) {
+		shw[ty][8 * tx + q] = sw[q];
+		shb[ty][8 * tx + q] = sb[q];
+	}
+	__syncthreads();
+	/* threads 0..63 the bias sums of the block's columns, 64..127 the
+	 * weight's: the row lanes in order */
+	if (t >= 2 * COLSUM8_COLS || (t >= COLSUM8_COLS && x == NULL))
+		return;
+	int col = t % COLSUM8_COLS, j = blockIdx.x * COLSUM8_COLS + col;
+	float (*sh)[COLSUM8_COLS] = t < COLSUM8_COLS ? shb : shw;
+	float s = 0.0f;
+
+	if (j >= C)
+		return;
+	for (int k = 0; k < COLSUM8_TY; k++)
+		s += sh[k][col];
+	(t < COLSUM8_COLS ? pb : pw)[(size_t)c * C + j] = s;
+}
+
 /* dst[j] += the chunks' partial sums, the same block shape over chunks. */
 static __global__ void
 k_partials_add(float *dst, const float *part, int chunks, int C)

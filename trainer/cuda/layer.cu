@@ -9,6 +9,7 @@
 #include "kernels_norm.cuh"
 #include "kernels_act.cuh"
 #include "kernels_attn.cuh"
+#include "kernels_attn_fused.cuh"
 
 /* ---------------------------------------------------------------- dropout keys */
 
@@ -30,20 +31,30 @@ mkkey(const struct gpu_trainer *g, uint64_t step, int layer, int tensor,
 
 /* ---------------------------------------------------------------- forward */
 
+/* Q, K, V and the context of layer l: the fused kernels where they
+ * apply (2-byte T only; g->fused_attn), else the permutes, batched
+ * products and softmax kernels. */
 template <typename T>
-void
-layer_fwd(struct gpu_trainer *g, int l, struct lacts *A, const T *x, T *out,
-    uint64_t step, int train)
+static void
+attn_forward(struct gpu_trainer *g, int l, struct lacts *A, const T *x, struct dkey kp)
 {
-	const struct bert_config *c = &g->c;
-	int N = g->N, H = g->H, I = g->I, B = g->B, Tn = g->Tn, nh = g->nh, hs = g->hs;
-	struct dkey kp = mkkey(g, step, l, DROPOUT_ATTN_PROBS, c->attn_dropout, train);
-	struct dkey ka = mkkey(g, step, l, DROPOUT_ATTN_OUT, c->hidden_dropout, train);
-	struct dkey kf = mkkey(g, step, l, DROPOUT_FFN_OUT, c->hidden_dropout, train);
+	int N = g->N, H = g->H, B = g->B, Tn = g->Tn, nh = g->nh, hs = g->hs;
 	size_t natt = (size_t)B * nh * Tn * Tn;
 	T *qs = (T *)g->qs, *att = (T *)A->att;
 	T *attd = kp.p > 0.0f ? (T *)g->attd : att;
 
+	if constexpr (sizeof(T) == 2) {
+		if (g->fused_attn) {
+			linear<T>(g, (T *)A->qp, x, LPC(g, T, l, qw), LPC(g, T, l, qb), N, H, H);
+			linear<T>(g, (T *)A->kp, x, LPC(g, T, l, kw), LPC(g, T, l, kb), N, H, H);
+			linear<T>(g, (T *)A->vp, x, LPC(g, T, l, vw), LPC(g, T, l, vb), N, H, H);
+			tstart(g, T_ATTN);
+			attn_fwd<T>(g->s, (T *)A->ctx, att, (T *)A->qp, (T *)A->kp,
+			    (T *)A->vp, g->mask, B, nh, Tn, H, 1.0f / sqrtf((float)hs), kp);
+			tend(g);
+			return;
+		}
+	}
 	linear<T>(g, qs, x, LPC(g, T, l, qw), LPC(g, T, l, qb), N, H, H);
 	tstart(g, T_ATTN);
 	permute<T>(g->s, (T *)A->qp, qs, B, Tn, nh, hs, 0);
@@ -70,6 +81,20 @@ layer_fwd(struct gpu_trainer *g, int l, struct lacts *A, const T *x, T *out,
 	tstart(g, T_ATTN);
 	permute<T>(g->s, (T *)A->ctx, (T *)g->ctxp, B, Tn, nh, hs, 1);
 	tend(g);
+}
+
+template <typename T>
+void
+layer_fwd(struct gpu_trainer *g, int l, struct lacts *A, const T *x, T *out,
+    uint64_t step, int train)
+{
+	const struct bert_config *c = &g->c;
+	int N = g->N, H = g->H, I = g->I;
+	struct dkey kp = mkkey(g, step, l, DROPOUT_ATTN_PROBS, c->attn_dropout, train);
+	struct dkey ka = mkkey(g, step, l, DROPOUT_ATTN_OUT, c->hidden_dropout, train);
+	struct dkey kf = mkkey(g, step, l, DROPOUT_FFN_OUT, c->hidden_dropout, train);
+
+	attn_forward<T>(g, l, A, x, kp);
 	linear<T>(g, (T *)A->r1, (T *)A->ctx, LPC(g, T, l, aow), LPC(g, T, l, aob), N, H, H);
 	tstart(g, T_LN);
 	resid_ln<T>(g->s, (T *)A->h1, A->mean1, A->rstd1, (T *)A->r1, x,
@@ -88,45 +113,35 @@ layer_fwd(struct gpu_trainer *g, int l, struct lacts *A, const T *x, T *out,
 
 /* ---------------------------------------------------------------- backward */
 
+/* The attention's backward from g->dctx: dx gets the Q, K, V inputs'
+ * gradient added, the weights theirs. */
 template <typename T>
-void
-layer_bwd(struct gpu_trainer *g, int l, const struct lacts *A, const T *x,
-    const T *dout, T *dx, uint64_t step, int train)
+static void
+attn_backward(struct gpu_trainer *g, int l, const struct lacts *A, const T *x, T *dx,
+    struct dkey kp)
 {
-	const struct bert_config *c = &g->c;
-	int N = g->N, H = g->H, I = g->I, B = g->B, Tn = g->Tn, nh = g->nh, hs = g->hs;
-	struct dkey kp = mkkey(g, step, l, DROPOUT_ATTN_PROBS, c->attn_dropout, train);
-	struct dkey ka = mkkey(g, step, l, DROPOUT_ATTN_OUT, c->hidden_dropout, train);
-	struct dkey kf = mkkey(g, step, l, DROPOUT_FFN_OUT, c->hidden_dropout, train);
+	int N = g->N, H = g->H, B = g->B, Tn = g->Tn, nh = g->nh, hs = g->hs;
 	size_t natt = (size_t)B * nh * Tn * Tn;
-	T *dh1 = (T *)g->dh1, *drd = (T *)g->drd, *att = (T *)A->att;
-	T *attd = kp.p > 0.0f ? (T *)g->attd : att, *datt = (T *)g->datt;
-	T *dtmp = (T *)g->dctx;
+	T *att = (T *)A->att, *attd = kp.p > 0.0f ? (T *)g->attd : att;
+	T *datt = (T *)g->datt, *dtmp = (T *)g->dctx;
 	long long sTT = (long long)Tn * Tn, sTh = (long long)Tn * hs;
 
-	/* out = LN(r2), r2 = drop(g Wo^T + bo) + h1 */
-	tstart(g, T_LN);
-	ln_bwd<T>(g->s, dh1, drd, dout, (T *)A->r2, LPC(g, T, l, oln_w), A->mean2,
-	    A->rstd2, N, H, 0, kf);
-	tend(g);
-	colsum<T>(g, LGR(g, l, oln_w), LGR(g, l, oln_b), dout, (T *)A->r2, A->mean2,
-	    A->rstd2, N, H);
-	linear_bwd<T>(g, (T *)g->dg, 0.0f, LGR(g, l, ow), LGR(g, l, ob), drd,
-	    (T *)A->gl, LPC(g, T, l, ow), N, I, H);
-	tstart(g, T_ACT);
-	gelu_bwd<T>(g->s, (T *)g->di, (T *)A->i, (T *)g->dg, (size_t)N * I);
-	tend(g);
-	linear_bwd<T>(g, dh1, 1.0f, LGR(g, l, iw), LGR(g, l, ib), (T *)g->di,
-	    (T *)A->h1, LPC(g, T, l, iw), N, H, I);
-	/* h1 = LN(r1), r1 = drop(ctx Wao^T + bao) + x */
-	tstart(g, T_LN);
-	ln_bwd<T>(g->s, dx, drd, dh1, (T *)A->r1, LPC(g, T, l, aln_w), A->mean1,
-	    A->rstd1, N, H, 0, ka);
-	tend(g);
-	colsum<T>(g, LGR(g, l, aln_w), LGR(g, l, aln_b), dh1, (T *)A->r1, A->mean1,
-	    A->rstd1, N, H);
-	linear_bwd<T>(g, (T *)g->dctx, 0.0f, LGR(g, l, aow), LGR(g, l, aob), drd,
-	    (T *)A->ctx, LPC(g, T, l, aow), N, H, H);
+	if constexpr (sizeof(T) == 2) {
+		if (g->fused_attn) {
+			tstart(g, T_ATTN);
+			attn_bwd<T>(g->s, (T *)g->dqp, (T *)g->dkp, (T *)g->dvp,
+			    (T *)g->dctx, att, (T *)A->qp, (T *)A->kp, (T *)A->vp, B, nh,
+			    Tn, H, 1.0f / sqrtf((float)hs), kp);
+			tend(g);
+			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, qw), LGR(g, l, qb), (T *)g->dqp,
+			    x, LPC(g, T, l, qw), N, H, H);
+			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, kw), LGR(g, l, kb), (T *)g->dkp,
+			    x, LPC(g, T, l, kw), N, H, H);
+			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, vw), LGR(g, l, vb), (T *)g->dvp,
+			    x, LPC(g, T, l, vw), N, H, H);
+			return;
+		}
+	}
 	tstart(g, T_ATTN);
 	permute<T>(g->s, (T *)g->dctxp, (T *)g->dctx, B, Tn, nh, hs, 0);
 	tend(g);
@@ -159,6 +174,45 @@ layer_bwd(struct gpu_trainer *g, int l, const struct lacts *A, const T *x,
 	tend(g);
 	linear_bwd<T>(g, dx, 1.0f, LGR(g, l, vw), LGR(g, l, vb), dtmp, x,
 	    LPC(g, T, l, vw), N, H, H);
+}
+
+
+template <typename T>
+void
+layer_bwd(struct gpu_trainer *g, int l, const struct lacts *A, const T *x,
+    const T *dout, T *dx, uint64_t step, int train)
+{
+	const struct bert_config *c = &g->c;
+	int N = g->N, H = g->H, I = g->I;
+	struct dkey kp = mkkey(g, step, l, DROPOUT_ATTN_PROBS, c->attn_dropout, train);
+	struct dkey ka = mkkey(g, step, l, DROPOUT_ATTN_OUT, c->hidden_dropout, train);
+	struct dkey kf = mkkey(g, step, l, DROPOUT_FFN_OUT, c->hidden_dropout, train);
+	T *dh1 = (T *)g->dh1, *drd = (T *)g->drd;
+
+	/* out = LN(r2), r2 = drop(g Wo^T + bo) + h1 */
+	tstart(g, T_LN);
+	ln_bwd<T>(g->s, dh1, drd, dout, (T *)A->r2, LPC(g, T, l, oln_w), A->mean2,
+	    A->rstd2, N, H, 0, kf);
+	tend(g);
+	colsum<T>(g, LGR(g, l, oln_w), LGR(g, l, oln_b), dout, (T *)A->r2, A->mean2,
+	    A->rstd2, N, H);
+	linear_bwd<T>(g, (T *)g->dg, 0.0f, LGR(g, l, ow), LGR(g, l, ob), drd,
+	    (T *)A->gl, LPC(g, T, l, ow), N, I, H);
+	tstart(g, T_ACT);
+	gelu_bwd<T>(g->s, (T *)g->di, (T *)A->i, (T *)g->dg, (size_t)N * I);
+	tend(g);
+	linear_bwd<T>(g, dh1, 1.0f, LGR(g, l, iw), LGR(g, l, ib), (T *)g->di,
+	    (T *)A->h1, LPC(g, T, l, iw), N, H, I);
+	/* h1 = LN(r1), r1 = drop(ctx Wao^T + bao) + x */
+	tstart(g, T_LN);
+	ln_bwd<T>(g->s, dx, drd, dh1, (T *)A->r1, LPC(g, T, l, aln_w), A->mean1,
+	    A->rstd1, N, H, 0, ka);
+	tend(g);
+	colsum<T>(g, LGR(g, l, aln_w), LGR(g, l, aln_b), dh1, (T *)A->r1, A->mean1,
+	    A->rstd1, N, H);
+	linear_bwd<T>(g, (T *)g->dctx, 0.0f, LGR(g, l, aow), LGR(g, l, aob), drd,
+	    (T *)A->ctx, LPC(g, T, l, aow), N, H, H);
+	attn_backward<T>(g, l, A, x, dx, kp);
 }
 
 /* The activation types of enum gpu_precision: the callers are in other
