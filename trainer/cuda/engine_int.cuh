@@ -84,12 +84,15 @@ enum op_class { T_GEMM, T_ATTN, T_LN, T_COLSUM, T_ACT, T_EMB, T_LOSS, T_OPT,
 
 /* ---------------------------------------------------------------- GEMM plans */
 
+enum { PLAN_NAIVE = 1, PLAN_WARP = 2 };
+
 struct plan {
 	int		key[20];
 	cublasLtMatmulDesc_t	desc;
 	cublasLtMatrixLayout_t	la, lb, lc;
 	cublasLtMatmulAlgo_t	algo;
-	int			naive;	/* no algorithm: k_gemm_naive */
+	int			naive;	/* PLAN_NAIVE: no algorithm, k_gemm_naive;
+					 * PLAN_WARP: skinny, k_gemm_warp */
 	int			dims[6];	/* M N K ta tb batch, for the timers */
 	double			flops;	/* per call */
 	double			ms;	/* timed, CADRE_GPU_TIMERS */

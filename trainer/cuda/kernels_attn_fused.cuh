@@ -144,28 +144,55 @@ quad_max(float v)
 	return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
-/* Rows of a (T, 64) head slice of x (row stride H) into shared memory,
- * as is (dst row stride FA_LDK) or transposed (dst (64, T), row stride
- * fa_ldt(T)); 16 bytes a thread read, consecutive threads on
- * consecutive rows for the transposed copy (its scalar stores then fall
- * in distinct banks). */
+/*
+ * A (T, 64) head slice of x (row stride H) into shared memory, as is (dst
+ * row stride FA_LDK) or transposed (dst (64, T), row stride fa_ldt(T)):
+ * T x 8 pieces of 16 bytes over the block's 2T threads, FA_PIECES each.
+ * fa_fetch issues a thread's loads at once (the load of every tile a
+ * kernel needs before any store: one memory latency, not one a tile);
+ * fa_put stores them. Consecutive threads take consecutive rows for the
+ * transposed copy, so that its 2-byte stores fall in distinct banks.
+ */
+#define FA_PIECES	4
+
+__device__ __forceinline__ void
+fa_piece(int k, int Tn, int transpose, int &r, int &c8)
+{
+	int i = threadIdx.x + k * blockDim.x;
+
+	r = transpose ? i % Tn : i / (FA_HS / 8);
+	c8 = transpose ? i / Tn : i % (FA_HS / 8);
+}
+
 template <typename T>
 __device__ __forceinline__ void
-fa_load(T *dst, const T *x, int Tn, int H, int transpose)
+fa_fetch(uint4 v[FA_PIECES], const T *x, int Tn, int H, int transpose)
 {
-	int n = Tn * (FA_HS / 8);
+#pragma unroll
+	for (int k = 0; k < FA_PIECES; k++) {
+		int r, c8;
 
-	for (int i = threadIdx.x; i < n; i += blockDim.x) {
-		int r = transpose ? i % Tn : i / (FA_HS / 8);
-		int c8 = transpose ? i / Tn : i % (FA_HS / 8);
-		uint4 v = *(const uint4 *)(x + (size_t)r * H + c8 * 8);
+		fa_piece(k, Tn, transpose, r, c8);
+		v[k] = *(const uint4 *)(x + (size_t)r * H + c8 * 8);
+	}
+}
 
+template <typename T>
+__device__ __forceinline__ void
+fa_put(T *dst, const uint4 v[FA_PIECES], int Tn, int transpose)
+{
+	int ld = fa_ldt(Tn);
+
+#pragma unroll
+	for (int k = 0; k < FA_PIECES; k++) {
+		int r, c8;
+
+		fa_piece(k, Tn, transpose, r, c8);
 		if (!transpose) {
-			*(uint4 *)(dst + r * FA_LDK + c8 * 8) = v;
+			*(uint4 *)(dst + r * FA_LDK + c8 * 8) = v[k];
 			continue;
 		}
-		const T *e = (const T *)&v;
-		int ld = fa_ldt(Tn);
+		const T *e = (const T *)&v[k];
 
 #pragma unroll
 		for (int q = 0; q < 8; q++)
@@ -216,20 +243,29 @@ k_attn_fwd(T *ctx, T *att, const T *q, const T *k, const T *v,
 	T *ks = (T *)fa_sh;				/* (T, 64) */
 	T *vt = ks + Tn * FA_LDK;			/* (64, T) */
 	int ldt = fa_ldt(Tn);
+	int *mk = (int *)(vt + FA_HS * ldt);		/* (T) */
 	int bh = blockIdx.x, b = bh / nh, h = bh % nh, nt8 = Tn / 8;
 	int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 	int r0 = 16 * w;
 	size_t base = (size_t)b * Tn * H + (size_t)h * FA_HS;
-	const int32_t *mk = mask + (size_t)b * Tn;
 	uint32_t qa[FA_HS / 16][4];
 	float s[FA_NT][4], o[FA_HS / 8][4];
 	float mx0 = -INFINITY, mx1 = -INFINITY, sum0 = 0.0f, sum1 = 0.0f, inv0, inv1;
 
-	fa_load<T>(ks, k + base, Tn, H, 0);
-	fa_load<T>(vt, v + base, Tn, H, 1);
+	{
+		uint4 kv[FA_PIECES], vv[FA_PIECES];
+		int m = threadIdx.x < Tn ? mask[(size_t)b * Tn + threadIdx.x] : 0;
+
+		fa_fetch<T>(kv, k + base, Tn, H, 0);
+		fa_fetch<T>(vv, v + base, Tn, H, 1);
 #pragma unroll
-	for (int kk = 0; kk < FA_HS / 16; kk++)
-		fa_afrag<T>(qa[kk], q + base, H, r0, kk * 16, g, t);
+		for (int kk = 0; kk < FA_HS / 16; kk++)
+			fa_afrag<T>(qa[kk], q + base, H, r0, kk * 16, g, t);
+		fa_put<T>(ks, kv, Tn, 0);
+		fa_put<T>(vt, vv, Tn, 1);
+		if (threadIdx.x < Tn)
+			mk[threadIdx.x] = m;
+	}
 	__syncthreads();
 
 	/* scores, scaled and masked */
@@ -349,13 +385,29 @@ k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
 	float dp[FA_NT][4], acc[FA_HS / 8][4], acc2[FA_HS / 8][4];
 	float dot0 = 0.0f, dot1 = 0.0f;
 
-	fa_load<T>(vs, v + base, Tn, H, 0);
-	fa_load<T>(kt, k + base, Tn, H, 1);
-	fa_load<T>(qt, q + base, Tn, H, 1);
-	fa_load<T>(ot, dctx + base, Tn, H, 1);
+	uint32_t pw[FA_NT][2];	/* P of the warp's rows, as stored */
+
+	{
+		uint4 x0[FA_PIECES], x1[FA_PIECES], x2[FA_PIECES], x3[FA_PIECES];
+
+		fa_fetch<T>(x0, v + base, Tn, H, 0);
+		fa_fetch<T>(x1, k + base, Tn, H, 1);
+		fa_fetch<T>(x2, q + base, Tn, H, 1);
+		fa_fetch<T>(x3, dctx + base, Tn, H, 1);
 #pragma unroll
-	for (int kk = 0; kk < FA_HS / 16; kk++)
-		fa_afrag<T>(oa[kk], dctx + base, H, r0, kk * 16, g, t);
+		for (int kk = 0; kk < FA_HS / 16; kk++)
+			fa_afrag<T>(oa[kk], dctx + base, H, r0, kk * 16, g, t);
+#pragma unroll
+		for (int nt = 0; nt < FA_NT; nt++)
+			if (nt < nt8) {
+				pw[nt][0] = ld32(a0 + nt * 8 + 2 * t);
+				pw[nt][1] = ld32(a1 + nt * 8 + 2 * t);
+			}
+		fa_put<T>(vs, x0, Tn, 0);
+		fa_put<T>(kt, x1, Tn, 1);
+		fa_put<T>(qt, x2, Tn, 1);
+		fa_put<T>(ot, x3, Tn, 1);
+	}
 	__syncthreads();
 
 	/* dPd = dctx V^T; g = dPd f; dp keeps P g, the dots sum it; the
@@ -372,8 +424,8 @@ k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
 #pragma unroll
 		for (int kk = 0; kk < FA_HS / 16; kk++)
 			mma16816<T>(dp[nt], oa[kk], ld32(vr + kk * 16), ld32(vr + kk * 16 + 8));
-		unpack2<T>(ld32(a0 + j), p[0], p[1]);
-		unpack2<T>(ld32(a1 + j), p[2], p[3]);
+		unpack2<T>(pw[nt][0], p[0], p[1]);
+		unpack2<T>(pw[nt][1], p[2], p[3]);
 		fa_drop(key, prow, Tn, nt, t, fa, fb);
 		dp[nt][0] *= fa[0] * p[0];
 		dp[nt][1] *= fa[1] * p[1];
@@ -396,8 +448,8 @@ k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
 
 		if (nt >= nt8)
 			break;
-		unpack2<T>(ld32(a0 + j), p[0], p[1]);
-		unpack2<T>(ld32(a1 + j), p[2], p[3]);
+		unpack2<T>(pw[nt][0], p[0], p[1]);
+		unpack2<T>(pw[nt][1], p[2], p[3]);
 		dp[nt][0] = roundt<T>((dp[nt][0] - p[0] * dot0) * scale);
 		dp[nt][1] = roundt<T>((dp[nt][1] - p[1] * dot0) * scale);
 		dp[nt][2] = roundt<T>((dp[nt][2] - p[2] * dot1) * scale);
@@ -460,7 +512,8 @@ k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
 static inline size_t
 attn_fwd_smem(int Tn, size_t tsize)
 {
-	return ((size_t)Tn * FA_LDK + (size_t)FA_HS * fa_ldt(Tn)) * tsize;
+	return ((size_t)Tn * FA_LDK + (size_t)FA_HS * fa_ldt(Tn)) * tsize +
+	    (size_t)Tn * sizeof(int);
 }
 
 static inline size_t

@@ -46,6 +46,41 @@ k_gemm_naive(int ta, int tb, int M, int N, int K, const TA *A, int lda,
 	C[(size_t)r * ldc + c] = fromf<TC>(s);
 }
 
+/*
+ * k_gemm_naive's product with a warp per element of C (no batch): the
+ * lanes take every 32nd k and meet in warp_sum's fixed order. For skinny
+ * products (a head's two logits over K = H), where one thread walking K
+ * alone is a chain of K dependent loads.
+ */
+template <typename TA, typename TC>
+__global__ void
+k_gemm_warp(int ta, int tb, int M, int N, int K, const TA *A, int lda,
+    const TA *B, int ldb, TC *C, int ldc, float alpha, float beta, const TC *bias)
+{
+	size_t w = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5;
+	int lane = threadIdx.x & 31, r, c;
+	float s = 0.0f;
+
+	if (w >= (size_t)M * N)
+		return;
+	r = (int)(w / N);
+	c = (int)(w % N);
+	for (int k = lane; k < K; k += 32) {
+		float a = tof(ta ? A[(size_t)k * lda + r] : A[(size_t)r * lda + k]);
+		float b = tof(tb ? B[(size_t)c * ldb + k] : B[(size_t)k * ldb + c]);
+
+		s += a * b;
+	}
+	s = warp_sum(s) * alpha;
+	if (lane != 0)
+		return;
+	if (beta != 0.0f)
+		s += beta * tof(C[(size_t)r * ldc + c]);
+	if (bias != NULL)
+		s += tof(bias[c]);
+	C[(size_t)r * ldc + c] = fromf<TC>(s);
+}
+
 /* C(M,N) += bias(N) per row: for a bias cuBLASLt's epilogue cannot
  * read (less than 16-byte aligned). */
 template <typename TC>

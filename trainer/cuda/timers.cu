@@ -105,6 +105,7 @@ print_gemms(const struct gpu_trainer *g, FILE *f)
 		    v[i]->dims[4], v[i]->dims[5], (double)v[i]->calls / (double)g->tsteps,
 		    v[i]->ms / (double)g->tsteps, total > 0 ? 100.0 * v[i]->ms / total : 0.0,
 		    v[i]->ms > 0 ? v[i]->flops * (double)v[i]->calls / v[i]->ms * 1e-9 : 0.0,
+		    v[i]->naive == PLAN_WARP ? " (warp kernel)" :
 		    v[i]->naive ? " (plain kernel)" : "");
 	if (rare > 0)
 		fprintf(f, "  %d shapes used less than once a step: %.3f ms/step, %.1f%%\n", rare,
