@@ -127,8 +127,9 @@ int gpu_selftest_gemm_layout(char *err, size_t errlen);
 /* The fused attention (bf16 or fp16: precision) against a plain fp32 one
  * on the device, over several shapes, masks and dropout rates: 0 when
  * every output is within the precision's tolerance; worst[] gets the
- * largest relative error of the probabilities, the context, dq, dk, dv. */
-int gpu_check_attention(int precision, double worst[5], char *err,
+ * largest relative error of the probabilities, the context, dq, dk, dv
+ * and the q, k, v bias gradients. */
+int gpu_check_attention(int precision, double worst[6], char *err,
     size_t errlen);
 /* With CADRE_GPU_TIMERS=1 in the environment: the time per operation
  * class (cudaEvent pairs), printed to f. */
@@ -253,7 +254,7 @@ gpu_selftest_gemm_layout(char *err, size_t errlen)
 	GPU_NO_CUDA(err, errlen);
 }
 static inline int
-gpu_check_attention(int precision, double worst[5], char *err, size_t errlen)
+gpu_check_attention(int precision, double worst[6], char *err, size_t errlen)
 {
 	(void)precision;
 	(void)worst;

@@ -243,14 +243,14 @@ main(int argc, char **argv)
 	gpu_device_name(0, name, sizeof name);
 	printf("device: %s\n", name);
 	for (int prec = GPU_BF16; prec <= GPU_FP16; prec++) {
-		double w[5];
+		double w[6];
 		char what[512];
 
 		e = gpu_check_attention(prec, w, err, sizeof err);
 		snprintf(what, sizeof what, "fused attention, %s, against a plain fp32 "
 		    "one (4 shapes, padding, dropout): worst relative error P %.2g, "
-		    "context %.2g, dq %.2g, dk %.2g, dv %.2g",
-		    prec == GPU_BF16 ? "bf16" : "fp16", w[0], w[1], w[2], w[3], w[4]);
+		    "context %.2g, dq %.2g, dk %.2g, dv %.2g, q/k/v bias gradients %.2g",
+		    prec == GPU_BF16 ? "bf16" : "fp16", w[0], w[1], w[2], w[3], w[4], w[5]);
 		check(e == 0, e == 0 ? what : err);
 	}
 	one_model("bert-tiny", BERT_PRETRAIN, OPTIM_ADAMW, 0);

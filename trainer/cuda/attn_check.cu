@@ -127,15 +127,17 @@ struct fa_case { int B, nh, Tn; float p; };
 
 template <typename T>
 static int
-one_case(const struct fa_case *fc, double tol, double worst[6], char *err,
+one_case(const struct fa_case *fc, double tol, double worst[7], char *err,
     size_t errlen)
 {
-	static const char *names[6] = { "probabilities", "context", "dq", "dk", "dv",
-		"masked probabilities" };
+	static const char *names[7] = { "probabilities", "context", "dq", "dk", "dv",
+		"masked probabilities", "q, k, v bias gradients" };
 	int B = fc->B, nh = fc->nh, Tn = fc->Tn, H = nh * FA_HS, rows = B * nh * Tn;
 	size_t nx = (size_t)B * Tn * H, np = (size_t)rows * Tn, nbig = np > nx ? np : nx;
 	float scale = 1.0f / sqrtf((float)FA_HS), *hx, *ha, *hb;
 	int32_t *hm, *mask;
+	uint32_t *dmask;
+	float *dbias, *bpart;	/* 3 x H; 3 x B x H */
 	dkey key = { 0x9e3779b9u, 0x7f4a7c15u, (3u << 8) | 1u, 11u, 0u, fc->p,
 		1.0f / (1.0f - fc->p) };
 	T *in[4], *out[5];	/* q k v dctx; ctx att dq dk dv */
@@ -176,9 +178,14 @@ one_case(const struct fa_case *fc, double tol, double worst[6], char *err,
 		CK(cudaMalloc((void **)&ref[a], (a == 0 || a == 2 ? np : nx) * 4));
 	CK(cudaMalloc((void **)&got, nbig * 4));
 
-	attn_fwd<T>(0, out[0], out[1], in[0], in[1], in[2], mask, B, nh, Tn, H, scale, key);
-	attn_bwd<T>(0, out[2], out[3], out[4], in[3], out[1], in[0], in[1], in[2], B, nh,
-	    Tn, H, scale, key);
+	CK(cudaMalloc((void **)&dmask, attn_mask_words(B, nh, Tn) * 4));
+	attn_fwd<T>(0, out[0], out[1], dmask, in[0], in[1], in[2], mask, B, nh, Tn, H,
+	    scale, key);
+	CK(cudaMalloc((void **)&dbias, 3 * (size_t)H * 4));
+	CK(cudaMemset(dbias, 0, 3 * (size_t)H * 4));
+	CK(cudaMalloc((void **)&bpart, 3 * (size_t)B * H * 4));
+	attn_bwd<T>(0, out[2], out[3], out[4], dbias, dbias + H, dbias + 2 * H, bpart,
+	    in[3], out[1], dmask, in[0], in[1], in[2], B, nh, Tn, H, scale, key);
 	k_ref_rows<T><<<(rows + 127) / 128, 128>>>(ref[0], ref[1], ref[2], ref[3], in[0],
 	    in[1], in[2], in[3], mask, B, nh, Tn, H, scale, key);
 	k_ref_cols<T><<<(rows + 127) / 128, 128>>>(ref[4], ref[5], ref[0], ref[2], in[0],
@@ -201,6 +208,34 @@ one_case(const struct fa_case *fc, double tol, double worst[6], char *err,
 				    "%s differ from the plain attention's by %.3g of their "
 				    "largest (more than %g)", B, nh, Tn, (double)fc->p, names[a],
 				    worst[a], tol);
+				bad = 1;
+			}
+		}
+		/* the bias gradients: the reference's dq, dk, dv summed over
+		 * the rows here, in double */
+		if (!bad) {
+			double big = 0.0, e = 0.0;
+
+			CK(cudaMemcpy(hb, dbias, 3 * (size_t)H * 4, cudaMemcpyDeviceToHost));
+			for (int a = 0; a < 3; a++) {
+				CK(cudaMemcpy(ha, ref[3 + a], nx * 4, cudaMemcpyDeviceToHost));
+				for (int c = 0; c < H; c++) {
+					double sum = 0.0;
+
+					for (int r = 0; r < B * Tn; r++)
+						sum += ha[(size_t)r * H + c];
+					big = fmax(big, fabs(sum));
+					e = fmax(e, fabs(sum - hb[a * H + c]));
+					if (hb[a * H + c] != hb[a * H + c])
+						e = INFINITY;
+				}
+			}
+			worst[6] = e / (big > 0.0 ? big : 1.0);
+			if (!(worst[6] <= tol)) {
+				errf(err, errlen, "fused attention, B %d heads %d T %d dropout %g: "
+				    "%s differ from the plain attention's by %.3g of their "
+				    "largest (more than %g)", B, nh, Tn, (double)fc->p, names[6],
+				    worst[6], tol);
 				bad = 1;
 			}
 		}
@@ -229,12 +264,15 @@ one_case(const struct fa_case *fc, double tol, double worst[6], char *err,
 	cudaFree(got);
 	cudaFree(fin);
 	cudaFree(mask);
+	cudaFree(dmask);
+	cudaFree(dbias);
+	cudaFree(bpart);
 	free(hx); free(ha); free(hb); free(hm);
 	return bad ? CADRE_ERR_INVALID : 0;
 }
 
 int
-gpu_check_attention(int precision, double worst[5], char *err, size_t errlen)
+gpu_check_attention(int precision, double worst[6], char *err, size_t errlen)
 {
 	static const struct fa_case cases[] = {
 		{ 3, 2, 128, 0.1f }, { 3, 3, 64, 0.1f }, { 2, 1, 48, 0.0f },
@@ -242,14 +280,15 @@ gpu_check_attention(int precision, double worst[5], char *err, size_t errlen)
 	};
 	/* bf16 keeps 8 bits, fp16 11: P, ds and the products' operands are
 	 * rounded to them; a wrong index is off by the values themselves */
-	double tol = precision == GPU_BF16 ? 3e-2 : 1e-2, w[6];
+	double tol = precision == GPU_BF16 ? 3e-2 : 1e-2, w[7];
+	static const int shown[6] = { 0, 1, 2, 3, 4, 6 };
 	int e;
 
 	if (precision != GPU_BF16 && precision != GPU_FP16) {
 		errf(err, errlen, "the fused attention takes bf16 or fp16");
 		return CADRE_ERR_INVALID;
 	}
-	for (int a = 0; a < 5; a++)
+	for (int a = 0; a < 6; a++)
 		worst[a] = 0.0;
 	for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		e = precision == GPU_BF16 ?
@@ -257,9 +296,9 @@ gpu_check_attention(int precision, double worst[5], char *err, size_t errlen)
 		    one_case<__half>(&cases[c], tol, w, err, errlen);
 		if (e != 0)
 			return e;
-		for (int a = 0; a < 5; a++)
-			if (w[a] > worst[a])
-				worst[a] = w[a];
+		for (int a = 0; a < 6; a++)
+			if (w[shown[a]] > worst[a])
+				worst[a] = w[shown[a]];
 	}
 	return 0;
 }

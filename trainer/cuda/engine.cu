@@ -184,6 +184,8 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 		    (A->kp = dalloc(g, N * H * ts)) == NULL ||
 		    (A->vp = dalloc(g, N * H * ts)) == NULL ||
 		    (A->att = dalloc(g, natt * ts)) == NULL ||
+		    (g->fused_attn && (A->dmask = (uint32_t *)dalloc(g,
+		    attn_mask_words(B, g->nh, T) * 4)) == NULL) ||
 		    (A->ctx = dalloc(g, N * H * ts)) == NULL ||
 		    (A->r1 = dalloc(g, N * H * ts)) == NULL ||
 		    (A->h1 = dalloc(g, N * H * ts)) == NULL ||
@@ -224,6 +226,9 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 		if (C < H)
 			C = H;
 		chunks = (N + COLSUM_ROWS - 1) / COLSUM_ROWS;
+		/* and the fused attention's bias sums, 3 x B x H */
+		if (2 * chunks * C < 3 * (size_t)B * H)
+			chunks = (3 * (size_t)B * H + 2 * C - 1) / (2 * C);
 		if ((g->part = (float *)dalloc(g, 2 * chunks * C * 4)) == NULL)
 			goto nomem;
 	}
@@ -348,6 +353,7 @@ gpu_close(struct gpu_trainer *g)
 		struct lacts *A = &g->la[l];
 
 		cudaFree(A->qp); cudaFree(A->kp); cudaFree(A->vp); cudaFree(A->att);
+		cudaFree(A->dmask);
 		cudaFree(A->ctx); cudaFree(A->r1); cudaFree(A->h1); cudaFree(A->r2);
 		cudaFree(A->i); cudaFree(A->gl); cudaFree(A->mean1); cudaFree(A->rstd1);
 		cudaFree(A->mean2); cudaFree(A->rstd2);

@@ -77,8 +77,8 @@ nblocks(size_t n)
 
 /* ---------------------------------------------------------------- timers */
 
-enum op_class { T_GEMM, T_ATTN, T_LN, T_COLSUM, T_ACT, T_EMB, T_LOSS, T_OPT,
-	T_COMM, T_COPY, T_NCLASS };
+enum op_class { T_GEMM, T_ATTN, T_ATTN_BWD, T_LN, T_COLSUM, T_ACT, T_EMB, T_LOSS,
+	T_OPT, T_COMM, T_COPY, T_NCLASS };
 
 #define MAX_EVENTS	16384
 
@@ -133,6 +133,7 @@ struct model_off {
 struct lacts {
 	void	*qp, *kp, *vp;		/* (B,nh,T,hs) */
 	void	*att;			/* (B,nh,T,T) probabilities before dropout */
+	uint32_t *dmask;		/* fused: the attention's dropout mask, bits */
 	void	*ctx, *r1, *h1, *r2;	/* (N,H) */
 	void	*i, *gl;		/* (N,I) before and after GELU */
 	float	*mean1, *rstd1, *mean2, *rstd2;
@@ -174,7 +175,8 @@ struct gpu_trainer {
 	/* gradients' scratch */
 	void			*dxa, *dxb, *dh1, *drd, *dg, *di, *dctx, *dctxp, *datt;
 	void			*dqp, *dkp, *dvp;
-	float			*part;		/* column-sum partials, 2 x chunks x max(V,I,H) */
+	float			*part;		/* column-sum partials, 2 x chunks x max(V,I,H),
+						 * and the fused attention's 3 x B x H */
 	/* heads */
 	int			 Mcap, M;
 	void			*hm, *t, *tg, *tl, *dM1, *dM2, *dM3;

@@ -105,6 +105,42 @@ tune_pick(struct gpu_trainer *g, struct plan *pl, const cublasLtMatmulHeuristicR
 	return pick;
 }
 
+/* A product gemm() gives its own kernels (plan.naive says which). */
+struct plain_gemm {
+	int		 kind, ta, tb, M, N, K;
+	const void	*A;
+	int		 lda;
+	long long	 sA;
+	const void	*B;
+	int		 ldb;
+	long long	 sB;
+	void		*C;
+	int		 ldc;
+	long long	 sC;
+	int		 batch;
+	float		 alpha, beta;
+	const void	*bias;
+};
+
+template <typename TA, typename TC>
+static void
+plain_gemm(cudaStream_t st, const struct plain_gemm *q)
+{
+	if (q->kind == PLAN_WARP) {
+		unsigned nb = (unsigned)(((size_t)q->M * q->N * 32 + 255) / 256);
+
+		k_gemm_warp<TA, TC><<<nb, 256, 0, st>>>(q->ta, q->tb, q->M, q->N, q->K,
+		    (const TA *)q->A, q->lda, (const TA *)q->B, q->ldb, (TC *)q->C, q->ldc,
+		    q->alpha, q->beta, (const TC *)q->bias);
+	} else {
+		dim3 grid((unsigned)(((size_t)q->M * q->N + 255) / 256), (unsigned)q->batch);
+
+		k_gemm_naive<TA, TC><<<grid, 256, 0, st>>>(q->ta, q->tb, q->M, q->N, q->K,
+		    (const TA *)q->A, q->lda, q->sA, (const TA *)q->B, q->ldb, q->sB,
+		    (TC *)q->C, q->ldc, q->sC, q->alpha, q->beta, (const TC *)q->bias);
+	}
+}
+
 /*
  * Row-major C(M,N) = alpha op(A)(M,K) op(B)(K,N) + beta C (+ bias(N) on
  * every row), batch of them at strides sA, sB, sC; A and B of type ab, C
@@ -244,40 +280,20 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 	}
 	tstart(g, T_GEMM);
 	tplan(g, (int)(pl - g->plans));
-	if (pl->naive == PLAN_WARP) {
-		unsigned nb = (unsigned)(((size_t)M * N * 32 + 255) / 256);
+	if (pl->naive) {
+		const struct plain_gemm pg = { pl->naive, ta, tb, M, N, K, A, lda, sA, B,
+			ldb, sB, C, ldc, sC, batch, alpha, beta, bias };
 
-#define NAIVE(TA, TC) k_gemm_warp<TA, TC><<<nb, 256, 0, g->s>>>(ta, tb, M, N, K, \
-	    (const TA *)A, lda, (const TA *)B, ldb, (TC *)C, ldc, alpha, beta, \
-	    (const TC *)bias)
 		if (ab == CUDA_R_32F)
-			NAIVE(float, float);
+			plain_gemm<float, float>(g->s, &pg);
 		else if (ab == CUDA_R_16BF && ct == CUDA_R_32F)
-			NAIVE(__nv_bfloat16, float);
+			plain_gemm<__nv_bfloat16, float>(g->s, &pg);
 		else if (ab == CUDA_R_16BF)
-			NAIVE(__nv_bfloat16, __nv_bfloat16);
+			plain_gemm<__nv_bfloat16, __nv_bfloat16>(g->s, &pg);
 		else if (ct == CUDA_R_32F)
-			NAIVE(__half, float);
+			plain_gemm<__half, float>(g->s, &pg);
 		else
-			NAIVE(__half, __half);
-#undef NAIVE
-	} else if (pl->naive) {
-		dim3 grid((unsigned)(((size_t)M * N + 255) / 256), (unsigned)batch);
-
-#define NAIVE(TA, TC) k_gemm_naive<TA, TC><<<grid, 256, 0, g->s>>>(ta, tb, M, N, K, \
-	    (const TA *)A, lda, sA, (const TA *)B, ldb, sB, (TC *)C, ldc, sC, alpha, \
-	    beta, (const TC *)bias)
-		if (ab == CUDA_R_32F)
-			NAIVE(float, float);
-		else if (ab == CUDA_R_16BF && ct == CUDA_R_32F)
-			NAIVE(__nv_bfloat16, float);
-		else if (ab == CUDA_R_16BF)
-			NAIVE(__nv_bfloat16, __nv_bfloat16);
-		else if (ct == CUDA_R_32F)
-			NAIVE(__half, float);
-		else
-			NAIVE(__half, __half);
-#undef NAIVE
+			plain_gemm<__half, __half>(g->s, &pg);
 	} else {
 		cublasStatus_t st = cublasLtMatmul(g->lt, pl->desc, &alpha, B, pl->la, A,
 		    pl->lb, &beta, C, pl->lc, C, pl->lc, &pl->algo, g->ws, WORKSPACE_BYTES,

@@ -335,6 +335,16 @@ struct chunk {
 #define FA_HS		64
 #define FA_TMAX		128
 
+/* Its dropout mask, a bit an element (kernels_attn_fused.cuh): the words
+ * of a warp's 16 rows, and of one layer. */
+#define FA_MASK_WORDS(Tn)	((Tn) / 8 * 4)
+
+static inline size_t
+attn_mask_words(int B, int nh, int Tn)
+{
+	return (size_t)B * nh * (Tn / 16) * FA_MASK_WORDS(Tn);
+}
+
 /* Whether it takes an attention of this shape: 2-byte T, head size 64, T
  * a multiple of 16 up to FA_TMAX, rows of 16-byte multiples. */
 static inline int

@@ -129,6 +129,38 @@ fa_drop(const dkey &dk, size_t row0, int Tn, int nt, int t, float fa[2], float f
 	}
 }
 
+/*
+ * The forward keeps the dropout mask for the backward, one bit an
+ * element, in the warps' own order: per (b, h), warp w and tile nt, four
+ * words, the ballots of the lanes' elements (row g col 2t, row g col
+ * 2t+1, row g+8 col 2t, row g+8 col 2t+1), bit 4g + t. The backward's
+ * warps own the same rows, so each lane reads its bits back; no Philox
+ * block is computed twice.
+ */
+
+__device__ __forceinline__ void
+fa_mask_put(uint32_t *dm, int nt, int lane, const float fa[2], const float fb[2])
+{
+	uint32_t w0 = __ballot_sync(0xffffffffu, fa[0] != 0.0f);
+	uint32_t w1 = __ballot_sync(0xffffffffu, fa[1] != 0.0f);
+	uint32_t w2 = __ballot_sync(0xffffffffu, fb[0] != 0.0f);
+	uint32_t w3 = __ballot_sync(0xffffffffu, fb[1] != 0.0f);
+
+	if (lane < 4)
+		dm[4 * nt + lane] = lane == 0 ? w0 : lane == 1 ? w1 : lane == 2 ? w2 : w3;
+}
+
+__device__ __forceinline__ void
+fa_mask_get(const uint32_t *dm, int nt, int lane, float scale, float fa[2], float fb[2])
+{
+	uint4 w = *(const uint4 *)(dm + 4 * nt);
+
+	fa[0] = (w.x >> lane) & 1u ? scale : 0.0f;
+	fa[1] = (w.y >> lane) & 1u ? scale : 0.0f;
+	fb[0] = (w.z >> lane) & 1u ? scale : 0.0f;
+	fb[1] = (w.w >> lane) & 1u ? scale : 0.0f;
+}
+
 /* The sum or max over the four lanes of a row (t = 0..3). */
 __device__ __forceinline__ float
 quad_sum(float v)
@@ -236,7 +268,7 @@ fa_store(T *x, int H, int r0, int g, int t, const float acc[FA_HS / 8][4])
  */
 template <typename T>
 __global__ void __launch_bounds__(32 * FA_TMAX / 16, 2)
-k_attn_fwd(T *ctx, T *att, const T *q, const T *k, const T *v,
+k_attn_fwd(T *ctx, T *att, uint32_t *dmask, const T *q, const T *k, const T *v,
     const int32_t *mask, int nh, int Tn, int H, float scale, dkey dk)
 {
 	extern __shared__ __align__(16) unsigned char fa_sh[];
@@ -310,6 +342,7 @@ k_attn_fwd(T *ctx, T *att, const T *q, const T *k, const T *v,
 	{
 		size_t prow = (size_t)bh * Tn + r0 + g;
 		T *a0 = att + prow * Tn, *a1 = a0 + (size_t)8 * Tn;
+		uint32_t *dm = dmask + ((size_t)bh * (Tn / 16) + w) * FA_MASK_WORDS(Tn);
 
 #pragma unroll
 		for (int nt = 0; nt < FA_NT; nt++) {
@@ -324,6 +357,8 @@ k_attn_fwd(T *ctx, T *att, const T *q, const T *k, const T *v,
 			*(uint32_t *)(a0 + nt * 8 + 2 * t) = pack2<T>(s[nt][0], s[nt][1]);
 			*(uint32_t *)(a1 + nt * 8 + 2 * t) = pack2<T>(s[nt][2], s[nt][3]);
 			fa_drop(dk, prow, Tn, nt, t, fa, fb);
+			if (dk.p > 0.0f)
+				fa_mask_put(dm, nt, lane, fa, fb);
 			s[nt][0] *= fa[0];
 			s[nt][1] *= fa[1];
 			s[nt][2] *= fb[0];
@@ -356,83 +391,134 @@ k_attn_fwd(T *ctx, T *att, const T *q, const T *k, const T *v,
 }
 
 /*
- * Backward, one block per (b, h). Per warp and its 16 query rows: dPd =
- * dctx V^T; with the probabilities P read back and the dropout factors f,
- * ds = (P dPd f - P sum(P dPd f)) scale; dq = ds K. The dropped
- * probabilities P f and ds go to shared memory transposed, and then per
- * warp and its 16 keys: dk = ds^T Q, dv = (P f)^T dctx.
+ * The column sums of a warp's 16 rows x 64 columns of accumulators (the
+ * bias gradients of q, k, v): over the rows in a lane, then over g in
+ * butterfly order; then the warps' sums in warp order (red: nw x 64
+ * floats of shared memory) into out[0..63]. Every thread of the block
+ * calls it.
+ */
+__device__ __forceinline__ void
+fa_colsum(const float acc[FA_HS / 8][4], float *red, float *out, int w, int nw,
+    int lane)
+{
+	int t = lane & 3;
+
+#pragma unroll
+	for (int dt = 0; dt < FA_HS / 8; dt++) {
+		float c0 = acc[dt][0] + acc[dt][2], c1 = acc[dt][1] + acc[dt][3];
+
+		for (int o = 4; o < 32; o <<= 1) {
+			c0 += __shfl_xor_sync(0xffffffffu, c0, o);
+			c1 += __shfl_xor_sync(0xffffffffu, c1, o);
+		}
+		if (lane < 4) {
+			red[w * FA_HS + dt * 8 + 2 * t] = c0;
+			red[w * FA_HS + dt * 8 + 2 * t + 1] = c1;
+		}
+	}
+	__syncthreads();
+	if (threadIdx.x < FA_HS) {
+		float s = 0.0f;
+
+		for (int k = 0; k < nw; k++)
+			s += red[k * FA_HS + threadIdx.x];
+		out[threadIdx.x] = s;
+	}
+	__syncthreads();
+}
+
+/* A backward lane's tile nt: dPd (or ds) as kept, P as stored (p0, p1:
+ * its two rows' pairs), the dropout factors. */
+template <typename T>
+__device__ __forceinline__ void
+fa_bwd_tile(const uint32_t dpk[2], const T *p0, const T *p1, const uint32_t *wm,
+    int nt, int lane, const dkey &key, float d[4], float p[4], float fa[2],
+    float fb[2])
+{
+	unpack2<T>(dpk[0], d[0], d[1]);
+	unpack2<T>(dpk[1], d[2], d[3]);
+	unpack2<T>(ld32(p0), p[0], p[1]);
+	unpack2<T>(ld32(p1), p[2], p[3]);
+	if (key.p > 0.0f)
+		fa_mask_get(wm, nt, lane, key.scale, fa, fb);
+	else
+		fa[0] = fa[1] = fb[0] = fb[1] = 1.0f;
+}
+
+/*
+ * Backward, one block per (b, h), two blocks an SM. Per warp and its 16
+ * query rows: dPd = dctx V^T (rounded to T, as the unfused path stores
+ * it); with the probabilities P read back and the dropout factors f,
+ * ds = P (dPd f - sum(P dPd f)) scale; dq = ds K. The dropped
+ * probabilities P f and ds go to shared memory transposed; then, Q and
+ * dctx loaded over V and K, per warp and its 16 keys: dk = ds^T Q,
+ * dv = (P f)^T dctx.
  */
 template <typename T>
-__global__ void __launch_bounds__(32 * FA_TMAX / 16)
-k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
-    const T *k, const T *v, int nh, int Tn, int H, float scale, dkey key)
+__global__ void __launch_bounds__(32 * FA_TMAX / 16, 2)
+k_attn_bwd(T *dq, T *dk, T *dv, float *bpart, const T *dctx, const T *att,
+    const uint32_t *dmask, const T *q, const T *k, const T *v, int B, int nh, int Tn,
+    int H, float scale, dkey key)
 {
 	extern __shared__ __align__(16) unsigned char fa_sh[];
 	int ldt = fa_ldt(Tn);
-	T *vs = (T *)fa_sh;			/* (T, 64) */
-	T *kt = vs + Tn * FA_LDK;		/* (64, T) each */
-	T *qt = kt + FA_HS * ldt;
-	T *ot = qt + FA_HS * ldt;
-	T *dst = ot + FA_HS * ldt;		/* (T, T) each, [key][query] */
+	T *dst = (T *)fa_sh;			/* (T, T) each, [key][query] */
 	T *pdt = dst + Tn * ldt;
+	uint32_t *dms = (uint32_t *)(pdt + Tn * ldt);	/* the block's mask words */
+	float *red = (float *)(dms + (Tn / 16) * FA_MASK_WORDS(Tn));	/* (Tn / 16, 64) */
+	T *vs = (T *)(red + (Tn / 16) * FA_HS);		/* (T, 64) */
+	T *kt = vs + Tn * FA_LDK;		/* (64, T) */
+	T *qt = vs, *ot = vs + FA_HS * ldt;	/* (64, T) each, after V and K */
 	int bh = blockIdx.x, b = bh / nh, h = bh % nh, nt8 = Tn / 8;
 	int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 	int r0 = 16 * w, i0 = r0 + g;
 	size_t base = (size_t)b * Tn * H + (size_t)h * FA_HS;
 	size_t prow = (size_t)bh * Tn + i0;
 	const T *a0 = att + prow * Tn, *a1 = a0 + (size_t)8 * Tn;
+	const uint32_t *wm = dms + w * FA_MASK_WORDS(Tn);
 	uint32_t oa[FA_HS / 16][4];
-	float dp[FA_NT][4], acc[FA_HS / 8][4], acc2[FA_HS / 8][4];
+	uint32_t dpk[FA_NT][2];	/* dPd, then ds: pairs of T, the C layout */
+	float acc[FA_HS / 8][4], acc2[FA_HS / 8][4];
 	float dot0 = 0.0f, dot1 = 0.0f;
 
-	uint32_t pw[FA_NT][2];	/* P of the warp's rows, as stored */
-
 	{
-		uint4 x0[FA_PIECES], x1[FA_PIECES], x2[FA_PIECES], x3[FA_PIECES];
+		uint4 x0[FA_PIECES], x1[FA_PIECES];
 
 		fa_fetch<T>(x0, v + base, Tn, H, 0);
 		fa_fetch<T>(x1, k + base, Tn, H, 1);
-		fa_fetch<T>(x2, q + base, Tn, H, 1);
-		fa_fetch<T>(x3, dctx + base, Tn, H, 1);
 #pragma unroll
 		for (int kk = 0; kk < FA_HS / 16; kk++)
 			fa_afrag<T>(oa[kk], dctx + base, H, r0, kk * 16, g, t);
-#pragma unroll
-		for (int nt = 0; nt < FA_NT; nt++)
-			if (nt < nt8) {
-				pw[nt][0] = ld32(a0 + nt * 8 + 2 * t);
-				pw[nt][1] = ld32(a1 + nt * 8 + 2 * t);
-			}
+		if (key.p > 0.0f) {
+			const uint32_t *src = dmask + (size_t)bh * (Tn / 16) * FA_MASK_WORDS(Tn);
+
+			for (int i = threadIdx.x; i < (Tn / 16) * FA_MASK_WORDS(Tn); i += blockDim.x)
+				dms[i] = src[i];
+		}
 		fa_put<T>(vs, x0, Tn, 0);
 		fa_put<T>(kt, x1, Tn, 1);
-		fa_put<T>(qt, x2, Tn, 1);
-		fa_put<T>(ot, x3, Tn, 1);
 	}
 	__syncthreads();
 
-	/* dPd = dctx V^T; g = dPd f; dp keeps P g, the dots sum it; the
+	/* dPd = dctx V^T, kept rounded; g = dPd f; the row dots sum P g; the
 	 * dropped probabilities go out transposed, pdt[key][query] */
 #pragma unroll
 	for (int nt = 0; nt < FA_NT; nt++) {
 		const T *vr = vs + (nt * 8 + g) * FA_LDK + 2 * t;
-		float p[4], fa[2], fb[2];
+		float d[4], p[4], fa[2], fb[2];
 		int j = nt * 8 + 2 * t;
 
 		if (nt >= nt8)
 			break;
-		dp[nt][0] = dp[nt][1] = dp[nt][2] = dp[nt][3] = 0.0f;
+		d[0] = d[1] = d[2] = d[3] = 0.0f;
 #pragma unroll
 		for (int kk = 0; kk < FA_HS / 16; kk++)
-			mma16816<T>(dp[nt], oa[kk], ld32(vr + kk * 16), ld32(vr + kk * 16 + 8));
-		unpack2<T>(pw[nt][0], p[0], p[1]);
-		unpack2<T>(pw[nt][1], p[2], p[3]);
-		fa_drop(key, prow, Tn, nt, t, fa, fb);
-		dp[nt][0] *= fa[0] * p[0];
-		dp[nt][1] *= fa[1] * p[1];
-		dp[nt][2] *= fb[0] * p[2];
-		dp[nt][3] *= fb[1] * p[3];
-		dot0 += dp[nt][0] + dp[nt][1];
-		dot1 += dp[nt][2] + dp[nt][3];
+			mma16816<T>(d, oa[kk], ld32(vr + kk * 16), ld32(vr + kk * 16 + 8));
+		dpk[nt][0] = pack2<T>(d[0], d[1]);
+		dpk[nt][1] = pack2<T>(d[2], d[3]);
+		fa_bwd_tile<T>(dpk[nt], a0 + j, a1 + j, wm, nt, lane, key, d, p, fa, fb);
+		dot0 += p[0] * (d[0] * fa[0]) + p[1] * (d[1] * fa[1]);
+		dot1 += p[2] * (d[2] * fb[0]) + p[3] * (d[3] * fb[1]);
 		pdt[j * ldt + i0] = fromf<T>(p[0] * fa[0]);
 		pdt[(j + 1) * ldt + i0] = fromf<T>(p[1] * fa[1]);
 		pdt[j * ldt + i0 + 8] = fromf<T>(p[2] * fb[0]);
@@ -440,24 +526,25 @@ k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
 	}
 	dot0 = quad_sum(dot0);
 	dot1 = quad_sum(dot1);
-	/* ds, kept as the dq product's operand and stored transposed */
+	/* ds, stored transposed and kept (rounded) as the dq product's operand */
 #pragma unroll
 	for (int nt = 0; nt < FA_NT; nt++) {
-		float p[4];
+		float d[4], p[4], fa[2], fb[2];
 		int j = nt * 8 + 2 * t;
 
 		if (nt >= nt8)
 			break;
-		unpack2<T>(pw[nt][0], p[0], p[1]);
-		unpack2<T>(pw[nt][1], p[2], p[3]);
-		dp[nt][0] = roundt<T>((dp[nt][0] - p[0] * dot0) * scale);
-		dp[nt][1] = roundt<T>((dp[nt][1] - p[1] * dot0) * scale);
-		dp[nt][2] = roundt<T>((dp[nt][2] - p[2] * dot1) * scale);
-		dp[nt][3] = roundt<T>((dp[nt][3] - p[3] * dot1) * scale);
-		dst[j * ldt + i0] = fromf<T>(dp[nt][0]);
-		dst[(j + 1) * ldt + i0] = fromf<T>(dp[nt][1]);
-		dst[j * ldt + i0 + 8] = fromf<T>(dp[nt][2]);
-		dst[(j + 1) * ldt + i0 + 8] = fromf<T>(dp[nt][3]);
+		fa_bwd_tile<T>(dpk[nt], a0 + j, a1 + j, wm, nt, lane, key, d, p, fa, fb);
+		d[0] = p[0] * (d[0] * fa[0] - dot0) * scale;
+		d[1] = p[1] * (d[1] * fa[1] - dot0) * scale;
+		d[2] = p[2] * (d[2] * fb[0] - dot1) * scale;
+		d[3] = p[3] * (d[3] * fb[1] - dot1) * scale;
+		dpk[nt][0] = pack2<T>(d[0], d[1]);
+		dpk[nt][1] = pack2<T>(d[2], d[3]);
+		dst[j * ldt + i0] = fromf<T>(d[0]);
+		dst[(j + 1) * ldt + i0] = fromf<T>(d[1]);
+		dst[j * ldt + i0 + 8] = fromf<T>(d[2]);
+		dst[(j + 1) * ldt + i0 + 8] = fromf<T>(d[3]);
 	}
 	/* dq = ds K */
 #pragma unroll
@@ -469,10 +556,10 @@ k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
 
 		if (kk >= nt8 / 2)
 			break;
-		a[0] = pack2<T>(dp[2 * kk][0], dp[2 * kk][1]);
-		a[1] = pack2<T>(dp[2 * kk][2], dp[2 * kk][3]);
-		a[2] = pack2<T>(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-		a[3] = pack2<T>(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+		a[0] = dpk[2 * kk][0];
+		a[1] = dpk[2 * kk][1];
+		a[2] = dpk[2 * kk + 1][0];
+		a[3] = dpk[2 * kk + 1][1];
 #pragma unroll
 		for (int dt = 0; dt < FA_HS / 8; dt++) {
 			const T *kr = kt + (dt * 8 + g) * ldt + kk * 16 + 2 * t;
@@ -481,6 +568,19 @@ k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
 		}
 	}
 	fa_store<T>(dq + base, H, r0, g, t, acc);
+	if (bpart != NULL)
+		fa_colsum(acc, red, bpart + (size_t)b * H + h * FA_HS, w, Tn / 16, lane);
+	__syncthreads();
+
+	/* Q and dctx, transposed, where V and K were */
+	{
+		uint4 x0[FA_PIECES], x1[FA_PIECES];
+
+		fa_fetch<T>(x0, q + base, Tn, H, 1);
+		fa_fetch<T>(x1, dctx + base, Tn, H, 1);
+		fa_put<T>(qt, x0, Tn, 1);
+		fa_put<T>(ot, x1, Tn, 1);
+	}
 	__syncthreads();
 
 	/* per warp, keys r0..r0+15: dk = ds^T Q, dv = (P f)^T dctx */
@@ -505,6 +605,26 @@ k_attn_bwd(T *dq, T *dk, T *dv, const T *dctx, const T *att, const T *q,
 	}
 	fa_store<T>(dk + base, H, r0, g, t, acc);
 	fa_store<T>(dv + base, H, r0, g, t, acc2);
+	if (bpart != NULL) {
+		fa_colsum(acc, red, bpart + (size_t)(B + b) * H + h * FA_HS, w, Tn / 16, lane);
+		fa_colsum(acc2, red, bpart + (size_t)(2 * B + b) * H + h * FA_HS, w, Tn / 16,
+		    lane);
+	}
+}
+
+/* The bias gradients of q, k, v from k_attn_bwd's partial sums (bpart:
+ * 3 x B x H), added in sequence order. */
+static __global__ void
+k_attn_bias(float *dbq, float *dbk, float *dbv, const float *bpart, int B, int H)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x, tensor = i / H, c = i % H;
+	float s = 0.0f;
+
+	if (i >= 3 * H)
+		return;
+	for (int b = 0; b < B; b++)
+		s += bpart[((size_t)tensor * B + b) * H + c];
+	(tensor == 0 ? dbq : tensor == 1 ? dbk : dbv)[c] += s;
 }
 
 /* ---------------------------------------------------------------- launchers */
@@ -516,40 +636,66 @@ attn_fwd_smem(int Tn, size_t tsize)
 	    (size_t)Tn * sizeof(int);
 }
 
+/* ds and P f; the mask words; the column sums' scratch; V and K^T, later
+ * Q^T and dctx^T */
 static inline size_t
 attn_bwd_smem(int Tn, size_t tsize)
 {
-	return ((size_t)Tn * FA_LDK + 3 * (size_t)FA_HS * fa_ldt(Tn) +
-	    2 * (size_t)Tn * fa_ldt(Tn)) * tsize;
+	size_t ph1 = (size_t)Tn * FA_LDK + (size_t)FA_HS * fa_ldt(Tn);
+	size_t ph2 = 2 * (size_t)FA_HS * fa_ldt(Tn);
+
+	return (2 * (size_t)Tn * fa_ldt(Tn) + (ph1 > ph2 ? ph1 : ph2)) * tsize +
+	    (size_t)(Tn / 16) * (FA_MASK_WORDS(Tn) * sizeof(uint32_t) +
+	    FA_HS * sizeof(float));
 }
 
+/* Shared memory past 48 KB is asked for once per kernel (the process
+ * uses one device). */
+template <typename K>
+static inline void
+fa_smem(K kernel, size_t bytes, size_t *granted)
+{
+	if (bytes > 48 * 1024 && bytes > *granted) {
+		cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		    (int)bytes);
+		*granted = bytes;
+	}
+}
+
+/* dmask: attn_mask_words(B, nh, Tn) words, written where dropout is on
+ * and read by attn_bwd with the same key. */
 template <typename T>
 static inline void
-attn_fwd(cudaStream_t st, T *ctx, T *att, const T *q, const T *k, const T *v,
-    const int32_t *mask, int B, int nh, int Tn, int H, float scale, dkey dk)
+attn_fwd(cudaStream_t st, T *ctx, T *att, uint32_t *dmask, const T *q, const T *k,
+    const T *v, const int32_t *mask, int B, int nh, int Tn, int H, float scale,
+    dkey dk)
 {
+	static size_t granted;
 	size_t sm = attn_fwd_smem(Tn, sizeof(T));
 
-	if (sm > 48 * 1024)
-		cudaFuncSetAttribute(k_attn_fwd<T>,
-		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
-	k_attn_fwd<T><<<(unsigned)(B * nh), 32 * (Tn / 16), sm, st>>>(ctx, att, q, k,
-	    v, mask, nh, Tn, H, scale, dk);
+	fa_smem(k_attn_fwd<T>, sm, &granted);
+	k_attn_fwd<T><<<(unsigned)(B * nh), 32 * (Tn / 16), sm, st>>>(ctx, att, dmask,
+	    q, k, v, mask, nh, Tn, H, scale, dk);
 }
 
+/* dbq, dbk, dbv (the bias gradients, fp32, added to) given: bpart, 3 x B x
+ * H floats of scratch, takes the blocks' column sums. */
 template <typename T>
 static inline void
-attn_bwd(cudaStream_t st, T *dq, T *dk, T *dv, const T *dctx, const T *att,
-    const T *q, const T *k, const T *v, int B, int nh, int Tn, int H, float scale,
-    dkey key)
+attn_bwd(cudaStream_t st, T *dq, T *dk, T *dv, float *dbq, float *dbk, float *dbv,
+    float *bpart, const T *dctx, const T *att, const uint32_t *dmask, const T *q,
+    const T *k, const T *v, int B, int nh, int Tn, int H, float scale, dkey key)
 {
+	static size_t granted;
 	size_t sm = attn_bwd_smem(Tn, sizeof(T));
+	int bias = dbq != NULL;
 
-	if (sm > 48 * 1024)
-		cudaFuncSetAttribute(k_attn_bwd<T>,
-		    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
-	k_attn_bwd<T><<<(unsigned)(B * nh), 32 * (Tn / 16), sm, st>>>(dq, dk, dv, dctx,
-	    att, q, k, v, nh, Tn, H, scale, key);
+	fa_smem(k_attn_bwd<T>, sm, &granted);
+	k_attn_bwd<T><<<(unsigned)(B * nh), 32 * (Tn / 16), sm, st>>>(dq, dk, dv,
+	    bias ? bpart : NULL, dctx, att, dmask, q, k, v, B, nh, Tn, H, scale, key);
+	if (bias)
+		k_attn_bias<<<(unsigned)((3 * H + 255) / 256), 256, 0, st>>>(dbq, dbk, dbv,
+		    bpart, B, H);
 }
 
 #endif

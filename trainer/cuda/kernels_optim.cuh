@@ -28,9 +28,24 @@ k_sumsq(double *part, const float *__restrict__ g, const chunk *ch)
 		part[blockIdx.x] = s;
 }
 
-/* torch.optim.AdamW on every chunk; pc (the compute copy) refreshed.
- * The four arrays never alias (__restrict__): four elements' loads go out
- * before the first element's stores. */
+/* One element of torch.optim.AdamW (k_adamw's). */
+__device__ __forceinline__ float
+adamw_one(float &pi, float gi, float &mi, float &vi, float lr, float b1, float b2,
+    float eps, float w, float step, float sbc2)
+{
+	pi *= 1.0f - lr * w;
+	mi = b1 * mi + (1.0f - b1) * gi;
+	vi = b2 * vi + (1.0f - b2) * gi * gi;
+	pi -= step * mi / (sqrtf(vi) / sbc2 + eps);
+	return pi;
+}
+
+/*
+ * torch.optim.AdamW on every chunk; pc (the compute copy) refreshed.
+ * 16 bytes a thread where the chunk's elements are aligned to four (the
+ * allocations are), the up to three elements before and after one each:
+ * every element's arithmetic is the same either way.
+ */
 template <typename T>
 __global__ void
 k_adamw(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ mm,
@@ -39,20 +54,41 @@ k_adamw(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ 
 {
 	chunk c = ch[blockIdx.x];
 	float w = c.decay ? wd : 0.0f;
+	size_t lo = c.off, hi = c.off + c.len;
+	size_t a = (lo + 3) & ~(size_t)3, e;
 
-#pragma unroll 4
-	for (uint32_t k = threadIdx.x; k < c.len; k += blockDim.x) {
-		size_t i = c.off + k;
-		float gi = g[i] * gscale, pi = p[i] * (1.0f - lr * w);
-		float mi = b1 * mm[i] + (1.0f - b1) * gi;
-		float vi = b2 * vv[i] + (1.0f - b2) * gi * gi;
+	if (a > hi)
+		a = hi;
+	e = a + ((hi - a) & ~(size_t)3);
+	if (threadIdx.x < 8) {
+		size_t i = threadIdx.x < 4 ? lo + threadIdx.x : e + threadIdx.x - 4;
 
-		pi -= step * mi / (sqrtf(vi) / sbc2 + eps);
-		mm[i] = mi;
-		vv[i] = vi;
-		p[i] = pi;
+		if ((threadIdx.x < 4 && i < a) || (threadIdx.x >= 4 && i < hi)) {
+			float pi = p[i], mi = mm[i], vi = vv[i];
+
+			adamw_one(pi, g[i] * gscale, mi, vi, lr, b1, b2, eps, w, step, sbc2);
+			mm[i] = mi;
+			vv[i] = vi;
+			p[i] = pi;
+			if (pc != NULL)
+				pc[i] = fromf<T>(pi);
+		}
+	}
+	for (size_t i = a + 4 * (size_t)threadIdx.x; i < e; i += 4 * (size_t)blockDim.x) {
+		float4 p4 = *(const float4 *)(p + i), g4 = *(const float4 *)(g + i);
+		float4 m4 = *(const float4 *)(mm + i), v4 = *(const float4 *)(vv + i);
+		float pv[4] = { p4.x, p4.y, p4.z, p4.w }, gv[4] = { g4.x, g4.y, g4.z, g4.w };
+		float mv[4] = { m4.x, m4.y, m4.z, m4.w }, vw[4] = { v4.x, v4.y, v4.z, v4.w };
+
+#pragma unroll
+		for (int q = 0; q < 4; q++)
+			adamw_one(pv[q], gv[q] * gscale, mv[q], vw[q], lr, b1, b2, eps, w,
+			    step, sbc2);
+		*(float4 *)(mm + i) = make_float4(mv[0], mv[1], mv[2], mv[3]);
+		*(float4 *)(vv + i) = make_float4(vw[0], vw[1], vw[2], vw[3]);
+		*(float4 *)(p + i) = make_float4(pv[0], pv[1], pv[2], pv[3]);
 		if (pc != NULL)
-			pc[i] = fromf<T>(pi);
+			st4(pc + i, pv);
 	}
 }
 

@@ -49,8 +49,9 @@ attn_forward(struct gpu_trainer *g, int l, struct lacts *A, const T *x, struct d
 			linear<T>(g, (T *)A->kp, x, LPC(g, T, l, kw), LPC(g, T, l, kb), N, H, H);
 			linear<T>(g, (T *)A->vp, x, LPC(g, T, l, vw), LPC(g, T, l, vb), N, H, H);
 			tstart(g, T_ATTN);
-			attn_fwd<T>(g->s, (T *)A->ctx, att, (T *)A->qp, (T *)A->kp,
-			    (T *)A->vp, g->mask, B, nh, Tn, H, 1.0f / sqrtf((float)hs), kp);
+			attn_fwd<T>(g->s, (T *)A->ctx, att, A->dmask, (T *)A->qp,
+			    (T *)A->kp, (T *)A->vp, g->mask, B, nh, Tn, H,
+			    1.0f / sqrtf((float)hs), kp);
 			tend(g);
 			return;
 		}
@@ -128,17 +129,20 @@ attn_backward(struct gpu_trainer *g, int l, const struct lacts *A, const T *x, T
 
 	if constexpr (sizeof(T) == 2) {
 		if (g->fused_attn) {
-			tstart(g, T_ATTN);
+			/* the q, k, v bias gradients come from the kernel's
+			 * column sums, not colsum's pass over dq, dk, dv */
+			tstart(g, T_ATTN_BWD);
 			attn_bwd<T>(g->s, (T *)g->dqp, (T *)g->dkp, (T *)g->dvp,
-			    (T *)g->dctx, att, (T *)A->qp, (T *)A->kp, (T *)A->vp, B, nh,
-			    Tn, H, 1.0f / sqrtf((float)hs), kp);
+			    LGR(g, l, qb), LGR(g, l, kb), LGR(g, l, vb), g->part,
+			    (T *)g->dctx, att, A->dmask, (T *)A->qp, (T *)A->kp, (T *)A->vp,
+			    B, nh, Tn, H, 1.0f / sqrtf((float)hs), kp);
 			tend(g);
-			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, qw), LGR(g, l, qb), (T *)g->dqp,
-			    x, LPC(g, T, l, qw), N, H, H);
-			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, kw), LGR(g, l, kb), (T *)g->dkp,
-			    x, LPC(g, T, l, kw), N, H, H);
-			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, vw), LGR(g, l, vb), (T *)g->dvp,
-			    x, LPC(g, T, l, vw), N, H, H);
+			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, qw), NULL, (T *)g->dqp, x,
+			    LPC(g, T, l, qw), N, H, H);
+			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, kw), NULL, (T *)g->dkp, x,
+			    LPC(g, T, l, kw), N, H, H);
+			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, vw), NULL, (T *)g->dvp, x,
+			    LPC(g, T, l, vw), N, H, H);
 			return;
 		}
 	}

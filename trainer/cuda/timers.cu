@@ -9,7 +9,8 @@
 /* ---------------------------------------------------------------- timers */
 
 static const char *const op_names[T_NCLASS] = { "gemm (cuBLASLt)",
-	"attention softmax/permute", "layernorm (+residual, dropout)",
+	"attention softmax/permute, fused fwd", "attention, fused backward",
+	"layernorm (+residual, dropout)",
 	"column sums (bias, LayerNorm grads)",
 	"gelu/tanh/dropout", "embeddings", "loss (softmax-xent)", "optimizer",
 	"allreduce (NCCL, not timed)", "batch upload, gathers" };
