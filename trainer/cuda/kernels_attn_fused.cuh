@@ -417,12 +417,13 @@ fa_colsum(const float acc[FA_HS / 8][4], float *red, float *out, int w, int nw,
 		}
 	}
 	__syncthreads();
-	if (threadIdx.x < FA_HS) {
+	/* T 16 is one warp: fewer threads than columns */
+	for (int c = threadIdx.x; c < FA_HS; c += blockDim.x) {
 		float s = 0.0f;
 
 		for (int k = 0; k < nw; k++)
-			s += red[k * FA_HS + threadIdx.x];
-		out[threadIdx.x] = s;
+			s += red[k * FA_HS + c];
+		out[c] = s;
 	}
 	__syncthreads();
 }
