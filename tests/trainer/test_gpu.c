@@ -147,8 +147,9 @@ one_model(const char *preset, enum bert_task task, enum optim_kind ok, int ckpt)
 	cpu_grads = xmalloc(m.nparams * sizeof(float));
 	memcpy(cpu_grads, m.grads_mem, m.nparams * sizeof(float));
 
-	snprintf(what, sizeof what, "%s %s%s", preset,
-	    task == BERT_PRETRAIN ? "pretrain" : "classify", ckpt ? " checkpointing" : "");
+	snprintf(what, sizeof what, "%s %s%s%s", preset,
+	    task == BERT_PRETRAIN ? "pretrain" : "classify", ckpt ? " checkpointing" : "",
+	    getenv("CADRE_GPU_QKV") != NULL ? " (Q, K, V one batched product)" : "");
 	if (gpu_open(&m, B, T, GPU_FP32, ckpt, 0, &g, err, sizeof err) != 0) {
 		printf("FAIL: %s: gpu_open: %s\n", what, err);
 		failures++;
@@ -261,5 +262,11 @@ main(int argc, char **argv)
 	/* the widths the throughput runs use (H 768, 12 heads), on the CPU
 	 * too: a second or two on a GPU machine's cores */
 	one_model("bert-base", BERT_PRETRAIN, OPTIM_ADAMW, 0);
+	/* CADRE_GPU_QKV=batched: the strided batch over the weights, its
+	 * bias stride, the unpermuted gradients one after another */
+	setenv("CADRE_GPU_QKV", "batched", 1);
+	one_model("bert-tiny", BERT_PRETRAIN, OPTIM_ADAMW, 0);
+	one_model("bert-mini", BERT_CLASSIFY, OPTIM_LAMB, 1);
+	unsetenv("CADRE_GPU_QKV");
 	return failures ? 1 : 0;
 }

@@ -146,6 +146,24 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 			(size_t)(y->oln_b - b0) };
 	}
 	g->heads_beg = g->off.pool_w;
+	/* CADRE_GPU_QKV=batched: Q, K and V as one strided-batched product,
+	 * where every layer spaces their weights and biases equally */
+	if (getenv("CADRE_GPU_QKV") != NULL && strcmp(getenv("CADRE_GPU_QKV"), "batched") == 0) {
+		const struct layer_off *o0 = &g->loff[0];
+
+		g->qkv_sw = (long long)(o0->kw - o0->qw);
+		g->qkv_sb = (long long)(o0->kb - o0->qb);
+		g->qkv_batched = 1;
+		for (l = 0; l < g->L; l++) {
+			const struct layer_off *o = &g->loff[l];
+
+			if ((long long)(o->kw - o->qw) != g->qkv_sw ||
+			    (long long)(o->vw - o->kw) != g->qkv_sw ||
+			    (long long)(o->kb - o->qb) != g->qkv_sb ||
+			    (long long)(o->vb - o->kb) != g->qkv_sb)
+				g->qkv_batched = 0;
+		}
+	}
 
 	CK(cudaStreamCreateWithFlags(&g->s, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&g->sc, cudaStreamNonBlocking));
@@ -180,9 +198,9 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 	for (l = 0; l < nla; l++) {
 		struct lacts *A = &g->la[l];
 
-		if ((A->qp = dalloc(g, N * H * ts)) == NULL ||
-		    (A->kp = dalloc(g, N * H * ts)) == NULL ||
-		    (A->vp = dalloc(g, N * H * ts)) == NULL ||
+		if ((A->qp = dalloc(g, (g->qkv_batched ? 3 : 1) * N * H * ts)) == NULL ||
+		    (!g->qkv_batched && (A->kp = dalloc(g, N * H * ts)) == NULL) ||
+		    (!g->qkv_batched && (A->vp = dalloc(g, N * H * ts)) == NULL) ||
 		    (A->att = dalloc(g, natt * ts)) == NULL ||
 		    (g->fused_attn && (A->dmask = (uint32_t *)dalloc(g,
 		    attn_mask_words(B, g->nh, T) * 4)) == NULL) ||
@@ -197,6 +215,10 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 		    (A->mean2 = (float *)dalloc(g, N * 4)) == NULL ||
 		    (A->rstd2 = (float *)dalloc(g, N * 4)) == NULL)
 			goto nomem;
+		if (g->qkv_batched) {
+			A->kp = (char *)A->qp + N * H * ts;
+			A->vp = (char *)A->kp + N * H * ts;
+		}
 	}
 	if ((g->emb = dalloc(g, N * H * ts)) == NULL ||
 	    (g->emb_mean = (float *)dalloc(g, N * 4)) == NULL ||
@@ -208,13 +230,17 @@ gpu_open(const struct bert_model *m, int B, int T, int precision, int grad_ckpt,
 	    (g->dg = dalloc(g, N * I * ts)) == NULL ||
 	    (g->di = dalloc(g, N * I * ts)) == NULL ||
 	    (g->dctx = dalloc(g, N * H * ts)) == NULL ||
-	    (g->dqp = dalloc(g, N * H * ts)) == NULL ||
-	    (g->dkp = dalloc(g, N * H * ts)) == NULL ||
-	    (g->dvp = dalloc(g, N * H * ts)) == NULL)
+	    (g->dqp = dalloc(g, (g->qkv_batched ? 3 : 1) * N * H * ts)) == NULL ||
+	    (!g->qkv_batched && (g->dkp = dalloc(g, N * H * ts)) == NULL) ||
+	    (!g->qkv_batched && (g->dvp = dalloc(g, N * H * ts)) == NULL))
 		goto nomem;
+	if (g->qkv_batched) {
+		g->dkp = (char *)g->dqp + N * H * ts;
+		g->dvp = (char *)g->dkp + N * H * ts;
+	}
 	/* the unfused attention's scratch */
 	if (!g->fused_attn &&
-	    ((g->qs = dalloc(g, N * H * ts)) == NULL ||
+	    ((g->qs = dalloc(g, (g->qkv_batched ? 3 : 1) * N * H * ts)) == NULL ||
 	    (g->attd = dalloc(g, natt * ts)) == NULL ||
 	    (g->ctxp = dalloc(g, N * H * ts)) == NULL ||
 	    (g->dctxp = dalloc(g, N * H * ts)) == NULL ||
@@ -352,7 +378,11 @@ gpu_close(struct gpu_trainer *g)
 	for (l = 0; l < g->nla; l++) {
 		struct lacts *A = &g->la[l];
 
-		cudaFree(A->qp); cudaFree(A->kp); cudaFree(A->vp); cudaFree(A->att);
+		cudaFree(A->qp); cudaFree(A->att);
+		if (!g->qkv_batched) {
+			cudaFree(A->kp);
+			cudaFree(A->vp);
+		}
 		cudaFree(A->dmask);
 		cudaFree(A->ctx); cudaFree(A->r1); cudaFree(A->h1); cudaFree(A->r2);
 		cudaFree(A->i); cudaFree(A->gl); cudaFree(A->mean1); cudaFree(A->rstd1);
@@ -365,7 +395,11 @@ gpu_close(struct gpu_trainer *g)
 	cudaFree(g->qs); cudaFree(g->attd); cudaFree(g->ctxp);
 	cudaFree(g->dxa); cudaFree(g->dxb); cudaFree(g->dh1); cudaFree(g->drd);
 	cudaFree(g->dg); cudaFree(g->di); cudaFree(g->dctx); cudaFree(g->dctxp);
-	cudaFree(g->datt); cudaFree(g->dqp); cudaFree(g->dkp); cudaFree(g->dvp);
+	cudaFree(g->datt); cudaFree(g->dqp);
+	if (!g->qkv_batched) {
+		cudaFree(g->dkp);
+		cudaFree(g->dvp);
+	}
 	cudaFree(g->part);
 	cudaFree(g->segpart);
 	cudaFree(g->hm); cudaFree(g->t); cudaFree(g->tg); cudaFree(g->tl);

@@ -86,8 +86,10 @@ enum op_class { T_GEMM, T_ATTN, T_ATTN_BWD, T_LN, T_COLSUM, T_ACT, T_EMB, T_LOSS
 
 enum { PLAN_NAIVE = 1, PLAN_WARP = 2 };
 
+#define PLAN_KEY	21	/* what gemm() matches a plan on */
+
 struct plan {
-	int		key[20];
+	int		key[PLAN_KEY];
 	cublasLtMatmulDesc_t	desc;
 	cublasLtMatrixLayout_t	la, lb, lc;
 	cublasLtMatmulAlgo_t	algo;
@@ -131,7 +133,9 @@ struct model_off {
 
 /* One layer's saved activations (T-typed; statistics fp32). */
 struct lacts {
-	void	*qp, *kp, *vp;		/* (B,nh,T,hs) */
+	void	*qp, *kp, *vp;		/* (B,nh,T,hs), or (N,H) for the fused
+					 * attention; one after another with
+					 * qkv_batched */
 	void	*att;			/* (B,nh,T,T) probabilities before dropout */
 	uint32_t *dmask;		/* fused: the attention's dropout mask, bits */
 	void	*ctx, *r1, *h1, *r2;	/* (N,H) */
@@ -162,6 +166,8 @@ struct gpu_trainer {
 	int			 nplans, cap_plans;
 	int			 tune;		/* CADRE_GPU_GEMM_TUNE=1: time the candidates */
 	int			 fused_attn;	/* kernels_attn_fused.cuh takes the attention */
+	int			 qkv_batched;	/* CADRE_GPU_QKV=batched: Q, K, V one product */
+	long long		 qkv_sw, qkv_sb;	/* then: kw - qw, kb - qb (elements) */
 	void			*tune_out;	/* their scratch output */
 	size_t			 tune_bytes;
 
@@ -254,7 +260,7 @@ struct lt_shape lt_shape_of(int ta, int tb, int M, int N, int K, int lda,
 void gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
     const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
     void *C, int ldc, long long sC, int batch, float alpha, float beta,
-    cudaDataType_t ab, cudaDataType_t ct, const void *bias);
+    cudaDataType_t ab, cudaDataType_t ct, const void *bias, long long sbias);
 template <typename T>
 void linear(struct gpu_trainer *g, T *out, const T *inp, const T *w, const T *b,
     int N, int C, int OC);

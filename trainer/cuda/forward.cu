@@ -44,7 +44,7 @@ forward_t(struct gpu_trainer *g, uint64_t step, int train, int keep,
 		/* NSP logits in fp32, bias from the fp32 master */
 		gemm(g, 0, 1, B, 2, H, g->pooled, H, 0, PC(g, T, nsp_w), H, 0,
 		    g->seq_logits, 2, 0, 1, 1.0f, 0.0f, g->dt, CUDA_R_32F,
-		    g->p + g->off.nsp_b);
+		    g->p + g->off.nsp_b, 0);
 		if (g->M > 0) {
 			int M = g->M;
 
@@ -66,7 +66,7 @@ forward_t(struct gpu_trainer *g, uint64_t step, int train, int keep,
 			 * labelled positions only; logits fp32 */
 			gemm(g, 0, 1, M, g->V, H, g->tl, H, 0, PC(g, T, wte), H, 0,
 			    g->logits, g->V, 0, 1, 1.0f, 0.0f, g->dt, CUDA_R_32F,
-			    g->p + g->off.dec_b);
+			    g->p + g->off.dec_b, 0);
 			tstart(g, T_LOSS);
 			k_xent<T><<<M, 512, 0, g->s>>>(keep ? (T *)g->dlogits : NULL,
 			    g->d_losses, g->d_correct, g->logits, g->mtarget, g->V,
@@ -83,7 +83,7 @@ forward_t(struct gpu_trainer *g, uint64_t step, int train, int keep,
 		tend(g);
 		gemm(g, 0, 1, B, g->C, H, g->pooled_d, H, 0, PC(g, T, cls_w), H, 0,
 		    g->seq_logits, g->C, 0, 1, 1.0f, 0.0f, g->dt, CUDA_R_32F,
-		    g->p + g->off.cls_b);
+		    g->p + g->off.cls_b, 0);
 	}
 	tstart(g, T_LOSS);
 	k_xent<T><<<B, 128, 0, g->s>>>(keep ? (T *)g->dseq : NULL, g->d_losses + g->Mcap,

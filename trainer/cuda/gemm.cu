@@ -120,6 +120,7 @@ struct plain_gemm {
 	int		 batch;
 	float		 alpha, beta;
 	const void	*bias;
+	long long	 sbias;
 };
 
 template <typename TA, typename TC>
@@ -137,26 +138,29 @@ plain_gemm(cudaStream_t st, const struct plain_gemm *q)
 
 		k_gemm_naive<TA, TC><<<grid, 256, 0, st>>>(q->ta, q->tb, q->M, q->N, q->K,
 		    (const TA *)q->A, q->lda, q->sA, (const TA *)q->B, q->ldb, q->sB,
-		    (TC *)q->C, q->ldc, q->sC, q->alpha, q->beta, (const TC *)q->bias);
+		    (TC *)q->C, q->ldc, q->sC, q->alpha, q->beta, (const TC *)q->bias,
+		    q->sbias);
 	}
 }
 
 /*
  * Row-major C(M,N) = alpha op(A)(M,K) op(B)(K,N) + beta C (+ bias(N) on
- * every row), batch of them at strides sA, sB, sC; A and B of type ab, C
- * of type ct, fp32 accumulation. cuBLASLt is column-major: it computes
- * C^T = op(B)^T op(A)^T, i.e. B is its first operand.
+ * every row), batch of them at strides sA, sB, sC (and sbias, the bias's,
+ * in elements); A and B of type ab, C of type ct, fp32 accumulation.
+ * cuBLASLt is column-major: it computes C^T = op(B)^T op(A)^T, i.e. B is
+ * its first operand.
  */
 void
 gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
     const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
     void *C, int ldc, long long sC, int batch, float alpha, float beta,
-    cudaDataType_t ab, cudaDataType_t ct, const void *bias)
+    cudaDataType_t ab, cudaDataType_t ct, const void *bias, long long sbias)
 {
-	int key[20] = { ta, tb, M, N, K, lda, ldb, ldc, batch, (int)ab, (int)ct,
+	int key[PLAN_KEY] = { ta, tb, M, N, K, lda, ldb, ldc, batch, (int)ab, (int)ct,
 		bias != NULL, align_of(A), align_of(B), align_of(C),
 		bias != NULL ? align_of(bias) : 0, (int)(sA % 1000003),
-		(int)(sB % 1000003), (int)(sC % 1000003), beta != 0.0f };
+		(int)(sB % 1000003), (int)(sC % 1000003), beta != 0.0f,
+		(int)(sbias % 1000003) };
 	struct plan *pl = NULL;
 	const void *late_bias = NULL;
 	int i;
@@ -212,6 +216,12 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 			    CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
 			CKB(cublasLtMatmulDescSetAttribute(pl->desc,
 			    CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+			if (batch > 1) {
+				int64_t bs = sbias;
+
+				CKB(cublasLtMatmulDescSetAttribute(pl->desc,
+				    CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bs, sizeof bs));
+			}
 		}
 		CKB(cublasLtMatrixLayoutCreate(&pl->la, ab, sh.rx, sh.cx, sh.ldx));
 		CKB(cublasLtMatrixLayoutCreate(&pl->lb, ab, sh.ry, sh.cy, sh.ldy));
@@ -282,7 +292,7 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 	tplan(g, (int)(pl - g->plans));
 	if (pl->naive) {
 		const struct plain_gemm pg = { pl->naive, ta, tb, M, N, K, A, lda, sA, B,
-			ldb, sB, C, ldc, sC, batch, alpha, beta, bias };
+			ldb, sB, C, ldc, sC, batch, alpha, beta, bias, sbias };
 
 		if (ab == CUDA_R_32F)
 			plain_gemm<float, float>(g->s, &pg);
@@ -308,23 +318,23 @@ gemm(struct gpu_trainer *g, int ta, int tb, int M, int N, int K,
 			pl->naive = PLAN_NAIVE;
 			tend(g);
 			gemm(g, ta, tb, M, N, K, A, lda, sA, B, ldb, sB, C, ldc, sC, batch,
-			    alpha, beta, ab, ct, bias != NULL ? bias : late_bias);
+			    alpha, beta, ab, ct, bias != NULL ? bias : late_bias, sbias);
 			return;
 		} else if (st != CUBLAS_STATUS_SUCCESS)
 			gpu_die(__FILE__, __LINE__, "cublasLtMatmul", cublasLtGetStatusString(st));
 	}
 	if (late_bias != NULL) {
-		unsigned nb = (unsigned)(((size_t)M * N + 255) / 256);
+		dim3 nb((unsigned)(((size_t)M * N + 255) / 256), (unsigned)batch);
 
 		if (ct == CUDA_R_32F)
 			k_add_bias<float><<<nb, 256, 0, g->s>>>((float *)C,
-			    (const float *)late_bias, M, N, ldc);
+			    (const float *)late_bias, M, N, ldc, sC, sbias);
 		else if (ct == CUDA_R_16BF)
 			k_add_bias<__nv_bfloat16><<<nb, 256, 0, g->s>>>((__nv_bfloat16 *)C,
-			    (const __nv_bfloat16 *)late_bias, M, N, ldc);
+			    (const __nv_bfloat16 *)late_bias, M, N, ldc, sC, sbias);
 		else
 			k_add_bias<__half><<<nb, 256, 0, g->s>>>((__half *)C,
-			    (const __half *)late_bias, M, N, ldc);
+			    (const __half *)late_bias, M, N, ldc, sC, sbias);
 	}
 	tend(g);
 }
@@ -338,7 +348,7 @@ linear(struct gpu_trainer *g, T *out, const T *inp, const T *w, const T *b,
     int N, int C, int OC)
 {
 	gemm(g, 0, 1, N, OC, C, inp, C, 0, w, C, 0, out, OC, 0, 1, 1.0f, 0.0f,
-	    g->dt, g->dt, b);
+	    g->dt, g->dt, b, 0);
 }
 
 /* k_colsum_partial8 where it applies (2-byte T, C a multiple of 8,
@@ -396,10 +406,10 @@ linear_bwd(struct gpu_trainer *g, T *dinp, float beta, float *dw, float *db,
 {
 	if (dinp != NULL)
 		gemm(g, 0, 0, N, C, OC, dout, OC, 0, w, C, 0, dinp, C, 0, 1, 1.0f,
-		    beta, g->dt, g->dt, NULL);
+		    beta, g->dt, g->dt, NULL, 0);
 	if (dw != NULL)
 		gemm(g, 1, 0, OC, C, N, dout, OC, 0, inp, C, 0, dw, C, 0, 1, 1.0f,
-		    1.0f, g->dt, CUDA_R_32F, NULL);
+		    1.0f, g->dt, CUDA_R_32F, NULL, 0);
 	if (db != NULL) {
 		colsum<T>(g, NULL, db, dout, (const T *)NULL, NULL, NULL, N, OC);
 	}

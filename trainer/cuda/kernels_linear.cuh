@@ -19,7 +19,7 @@ template <typename TA, typename TC>
 __global__ void
 k_gemm_naive(int ta, int tb, int M, int N, int K, const TA *A, int lda,
     long long sA, const TA *B, int ldb, long long sB, TC *C, int ldc,
-    long long sC, float alpha, float beta, const TC *bias)
+    long long sC, float alpha, float beta, const TC *bias, long long sbias)
 {
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 	int z = blockIdx.y, r, c;
@@ -32,6 +32,8 @@ k_gemm_naive(int ta, int tb, int M, int N, int K, const TA *A, int lda,
 	A += z * sA;
 	B += z * sB;
 	C += z * sC;
+	if (bias != NULL)
+		bias += z * sbias;
 	for (int k = 0; k < K; k++) {
 		float a = tof(ta ? A[(size_t)k * lda + r] : A[(size_t)r * lda + k]);
 		float b = tof(tb ? B[(size_t)c * ldb + k] : B[(size_t)k * ldb + c]);
@@ -82,13 +84,16 @@ k_gemm_warp(int ta, int tb, int M, int N, int K, const TA *A, int lda,
 }
 
 /* C(M,N) += bias(N) per row: for a bias cuBLASLt's epilogue cannot
- * read (less than 16-byte aligned). */
+ * read (less than 16-byte aligned); grid.y the batch (strides sC, sbias). */
 template <typename TC>
 __global__ void
-k_add_bias(TC *C, const TC *bias, int M, int N, int ldc)
+k_add_bias(TC *C, const TC *bias, int M, int N, int ldc, long long sC,
+    long long sbias)
 {
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 
+	C += blockIdx.y * sC;
+	bias += blockIdx.y * sbias;
 	if (i >= (size_t)M * N)
 		return;
 	size_t r = i / N;

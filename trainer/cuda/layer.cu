@@ -31,6 +31,36 @@ mkkey(const struct gpu_trainer *g, uint64_t step, int layer, int tensor,
 
 /* ---------------------------------------------------------------- forward */
 
+/* Q, K, V of layer l as one strided-batched product (g->qkv_batched):
+ * every layer spaces their weights and biases equally in the layout; out
+ * gets the three (N, H) results one after another. */
+template <typename T>
+static void
+qkv_forward(struct gpu_trainer *g, int l, const T *x, T *out)
+{
+	gemm(g, 0, 1, g->N, g->H, g->H, x, g->H, 0, LPC(g, T, l, qw), g->H, g->qkv_sw,
+	    out, g->H, (long long)g->N * g->H, 3, 1.0f, 0.0f, g->dt, g->dt,
+	    LPC(g, T, l, qb), g->qkv_sb);
+}
+
+/* Its backward from d, the three (N, H) gradients one after another: the
+ * weights' gradients by one batched product, the input's added to dx by
+ * three (a batch cannot sum into one output); the biases' are the
+ * caller's. */
+template <typename T>
+static void
+qkv_backward(struct gpu_trainer *g, int l, const T *x, const T *d, T *dx)
+{
+	int N = g->N, H = g->H;
+	size_t NH = (size_t)N * H;
+
+	gemm(g, 1, 0, H, H, N, d, H, (long long)NH, x, H, 0, LGR(g, l, qw), H,
+	    g->qkv_sw, 3, 1.0f, 1.0f, g->dt, CUDA_R_32F, NULL, 0);
+	linear_bwd<T>(g, dx, 1.0f, NULL, NULL, d, x, LPC(g, T, l, qw), N, H, H);
+	linear_bwd<T>(g, dx, 1.0f, NULL, NULL, d + NH, x, LPC(g, T, l, kw), N, H, H);
+	linear_bwd<T>(g, dx, 1.0f, NULL, NULL, d + 2 * NH, x, LPC(g, T, l, vw), N, H, H);
+}
+
 /* Q, K, V and the context of layer l: the fused kernels where they
  * apply (2-byte T only; g->fused_attn), else the permutes, batched
  * products and softmax kernels. */
@@ -45,9 +75,16 @@ attn_forward(struct gpu_trainer *g, int l, struct lacts *A, const T *x, struct d
 
 	if constexpr (sizeof(T) == 2) {
 		if (g->fused_attn) {
-			linear<T>(g, (T *)A->qp, x, LPC(g, T, l, qw), LPC(g, T, l, qb), N, H, H);
-			linear<T>(g, (T *)A->kp, x, LPC(g, T, l, kw), LPC(g, T, l, kb), N, H, H);
-			linear<T>(g, (T *)A->vp, x, LPC(g, T, l, vw), LPC(g, T, l, vb), N, H, H);
+			if (g->qkv_batched)
+				qkv_forward<T>(g, l, x, (T *)A->qp);
+			else {
+				linear<T>(g, (T *)A->qp, x, LPC(g, T, l, qw), LPC(g, T, l, qb),
+				    N, H, H);
+				linear<T>(g, (T *)A->kp, x, LPC(g, T, l, kw), LPC(g, T, l, kb),
+				    N, H, H);
+				linear<T>(g, (T *)A->vp, x, LPC(g, T, l, vw), LPC(g, T, l, vb),
+				    N, H, H);
+			}
 			tstart(g, T_ATTN);
 			attn_fwd<T>(g->s, (T *)A->ctx, att, A->dmask, (T *)A->qp,
 			    (T *)A->kp, (T *)A->vp, g->mask, B, nh, Tn, H,
@@ -56,29 +93,40 @@ attn_forward(struct gpu_trainer *g, int l, struct lacts *A, const T *x, struct d
 			return;
 		}
 	}
-	linear<T>(g, qs, x, LPC(g, T, l, qw), LPC(g, T, l, qb), N, H, H);
-	tstart(g, T_ATTN);
-	permute<T>(g->s, (T *)A->qp, qs, B, Tn, nh, hs, 0);
-	tend(g);
-	linear<T>(g, qs, x, LPC(g, T, l, kw), LPC(g, T, l, kb), N, H, H);
-	tstart(g, T_ATTN);
-	permute<T>(g->s, (T *)A->kp, qs, B, Tn, nh, hs, 0);
-	tend(g);
-	linear<T>(g, qs, x, LPC(g, T, l, vw), LPC(g, T, l, vb), N, H, H);
-	tstart(g, T_ATTN);
-	permute<T>(g->s, (T *)A->vp, qs, B, Tn, nh, hs, 0);
-	tend(g);
+	if (g->qkv_batched) {
+		size_t NH = (size_t)N * H;
+
+		qkv_forward<T>(g, l, x, qs);
+		tstart(g, T_ATTN);
+		permute<T>(g->s, (T *)A->qp, qs, B, Tn, nh, hs, 0);
+		permute<T>(g->s, (T *)A->kp, qs + NH, B, Tn, nh, hs, 0);
+		permute<T>(g->s, (T *)A->vp, qs + 2 * NH, B, Tn, nh, hs, 0);
+		tend(g);
+	} else {
+		linear<T>(g, qs, x, LPC(g, T, l, qw), LPC(g, T, l, qb), N, H, H);
+		tstart(g, T_ATTN);
+		permute<T>(g->s, (T *)A->qp, qs, B, Tn, nh, hs, 0);
+		tend(g);
+		linear<T>(g, qs, x, LPC(g, T, l, kw), LPC(g, T, l, kb), N, H, H);
+		tstart(g, T_ATTN);
+		permute<T>(g->s, (T *)A->kp, qs, B, Tn, nh, hs, 0);
+		tend(g);
+		linear<T>(g, qs, x, LPC(g, T, l, vw), LPC(g, T, l, vb), N, H, H);
+		tstart(g, T_ATTN);
+		permute<T>(g->s, (T *)A->vp, qs, B, Tn, nh, hs, 0);
+		tend(g);
+	}
 	/* scores (T,T) = q k^T per (sequence, head); scaled in the softmax */
 	gemm(g, 0, 1, Tn, Tn, hs, A->qp, hs, (long long)Tn * hs, A->kp, hs,
 	    (long long)Tn * hs, att, Tn, (long long)Tn * Tn, B * nh, 1.0f, 0.0f,
-	    g->dt, g->dt, NULL);
+	    g->dt, g->dt, NULL, 0);
 	tstart(g, T_ATTN);
 	softmax_fwd<T>(g->s, att, attd, g->mask, natt / Tn, nh, Tn,
 	    1.0f / sqrtf((float)hs), kp);
 	tend(g);
 	gemm(g, 0, 0, Tn, hs, Tn, attd, Tn, (long long)Tn * Tn, A->vp, hs,
 	    (long long)Tn * hs, g->ctxp, hs, (long long)Tn * hs, B * nh, 1.0f, 0.0f,
-	    g->dt, g->dt, NULL);
+	    g->dt, g->dt, NULL, 0);
 	tstart(g, T_ATTN);
 	permute<T>(g->s, (T *)A->ctx, (T *)g->ctxp, B, Tn, nh, hs, 1);
 	tend(g);
@@ -137,6 +185,10 @@ attn_backward(struct gpu_trainer *g, int l, const struct lacts *A, const T *x, T
 			    (T *)g->dctx, att, A->dmask, (T *)A->qp, (T *)A->kp, (T *)A->vp,
 			    B, nh, Tn, H, 1.0f / sqrtf((float)hs), kp);
 			tend(g);
+			if (g->qkv_batched) {
+				qkv_backward<T>(g, l, x, (T *)g->dqp, dx);
+				return;
+			}
 			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, qw), NULL, (T *)g->dqp, x,
 			    LPC(g, T, l, qw), N, H, H);
 			linear_bwd<T>(g, dx, 1.0f, LGR(g, l, kw), NULL, (T *)g->dkp, x,
@@ -152,17 +204,34 @@ attn_backward(struct gpu_trainer *g, int l, const struct lacts *A, const T *x, T
 	/* d(attd) = dctx v^T; its softmax backward also writes attd (the
 	 * dropped probabilities, recomputed); dv = attd^T dctx */
 	gemm(g, 0, 1, Tn, Tn, hs, g->dctxp, hs, sTh, A->vp, hs, sTh, datt, Tn, sTT,
-	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL);
+	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL, 0);
 	tstart(g, T_ATTN);
 	softmax_bwd<T>(g->s, datt, att, attd, natt / Tn, Tn, 1.0f / sqrtf((float)hs), kp);
 	tend(g);
 	gemm(g, 1, 0, Tn, hs, Tn, attd, Tn, sTT, g->dctxp, hs, sTh, g->dvp, hs, sTh,
-	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL);
+	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL, 0);
 	/* dq = ds k; dk = ds^T q */
 	gemm(g, 0, 0, Tn, hs, Tn, datt, Tn, sTT, A->kp, hs, sTh, g->dqp, hs, sTh,
-	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL);
+	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL, 0);
 	gemm(g, 1, 0, Tn, hs, Tn, datt, Tn, sTT, A->qp, hs, sTh, g->dkp, hs, sTh,
-	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL);
+	    B * nh, 1.0f, 0.0f, g->dt, g->dt, NULL, 0);
+	if (g->qkv_batched) {
+		/* back to (N, H), one after another in the forward's scratch */
+		T *d3 = (T *)g->qs;
+		size_t NH = (size_t)N * H;
+
+		tstart(g, T_ATTN);
+		permute<T>(g->s, d3, (T *)g->dqp, B, Tn, nh, hs, 1);
+		permute<T>(g->s, d3 + NH, (T *)g->dkp, B, Tn, nh, hs, 1);
+		permute<T>(g->s, d3 + 2 * NH, (T *)g->dvp, B, Tn, nh, hs, 1);
+		tend(g);
+		qkv_backward<T>(g, l, x, d3, dx);
+		colsum<T>(g, NULL, LGR(g, l, qb), d3, (const T *)NULL, NULL, NULL, N, H);
+		colsum<T>(g, NULL, LGR(g, l, kb), d3 + NH, (const T *)NULL, NULL, NULL, N, H);
+		colsum<T>(g, NULL, LGR(g, l, vb), d3 + 2 * NH, (const T *)NULL, NULL, NULL,
+		    N, H);
+		return;
+	}
 	tstart(g, T_ATTN);
 	permute<T>(g->s, dtmp, (T *)g->dqp, B, Tn, nh, hs, 1);
 	tend(g);
