@@ -265,7 +265,7 @@ mon_init_path(struct monitor *m, struct mrun *r, char **path, char *err,
 	if (*path == NULL) {
 		cadre_errf(err, errlen, rc, "trainer.init.from %s: run %s has no "
 		    "checkpoint at %s (cadre status %s lists its timed ones)",
-		    id, ip.run_id, at, ip.run_id);
+		    id, ip.run_id, at != NULL ? at : "final", ip.run_id);
 		goto out;
 	}
 	mon_event(m, r, "init", "starts from %s (experiment %s, run %s)",

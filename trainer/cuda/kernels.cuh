@@ -49,47 +49,55 @@ st4(float *p, const float f[4])
 	*(float4 *)p = make_float4(f[0], f[1], f[2], f[3]);
 }
 
+/* Two floats as one 32-bit word of two T (bf16, fp16), the first in the
+ * low half (the lower column of an operand pair), and back. */
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+
+template <>
+__device__ __forceinline__ uint32_t
+pack2<__nv_bfloat16>(float lo, float hi)
+{
+	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+
+	return *(const uint32_t *)&v;
+}
+
+template <>
+__device__ __forceinline__ uint32_t
+pack2<__half>(float lo, float hi)
+{
+	__half2 v = __floats2half2_rn(lo, hi);
+
+	return *(const uint32_t *)&v;
+}
+
+template <typename T>
 __device__ __forceinline__ void
-ld4(const __nv_bfloat16 *p, float f[4])
+unpack2(uint32_t w, float &lo, float &hi)
+{
+	const T *p = (const T *)&w;
+
+	lo = tof(p[0]);
+	hi = tof(p[1]);
+}
+
+/* ld4, st4 for bf16 and fp16: one 8-byte access */
+template <typename T>
+__device__ __forceinline__ void
+ld4(const T *p, float f[4])
 {
 	uint2 v = *(const uint2 *)p;
-	__nv_bfloat162 a = *(const __nv_bfloat162 *)&v.x, b = *(const __nv_bfloat162 *)&v.y;
 
-	f[0] = __low2float(a); f[1] = __high2float(a);
-	f[2] = __low2float(b); f[3] = __high2float(b);
+	unpack2<T>(v.x, f[0], f[1]);
+	unpack2<T>(v.y, f[2], f[3]);
 }
 
+template <typename T>
 __device__ __forceinline__ void
-st4(__nv_bfloat16 *p, const float f[4])
+st4(T *p, const float f[4])
 {
-	__nv_bfloat162 a = __floats2bfloat162_rn(f[0], f[1]);
-	__nv_bfloat162 b = __floats2bfloat162_rn(f[2], f[3]);
-	uint2 v;
-
-	v.x = *(const unsigned *)&a;
-	v.y = *(const unsigned *)&b;
-	*(uint2 *)p = v;
-}
-
-__device__ __forceinline__ void
-ld4(const __half *p, float f[4])
-{
-	uint2 v = *(const uint2 *)p;
-	__half2 a = *(const __half2 *)&v.x, b = *(const __half2 *)&v.y;
-
-	f[0] = __low2float(a); f[1] = __high2float(a);
-	f[2] = __low2float(b); f[3] = __high2float(b);
-}
-
-__device__ __forceinline__ void
-st4(__half *p, const float f[4])
-{
-	__half2 a = __floats2half2_rn(f[0], f[1]), b = __floats2half2_rn(f[2], f[3]);
-	uint2 v;
-
-	v.x = *(const unsigned *)&a;
-	v.y = *(const unsigned *)&b;
-	*(uint2 *)p = v;
+	*(uint2 *)p = make_uint2(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]));
 }
 
 /* x as the activation type stores it */

@@ -36,39 +36,6 @@ fa_ldt(int Tn)
 	return Tn + 8;
 }
 
-/* Two floats as one register of two T, the first in the low half (the
- * lower column of an operand pair). */
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi);
-
-template <>
-__device__ __forceinline__ uint32_t
-pack2<__nv_bfloat16>(float lo, float hi)
-{
-	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-
-	return *(const uint32_t *)&v;
-}
-
-template <>
-__device__ __forceinline__ uint32_t
-pack2<__half>(float lo, float hi)
-{
-	__half2 v = __floats2half2_rn(lo, hi);
-
-	return *(const uint32_t *)&v;
-}
-
-template <typename T>
-__device__ __forceinline__ void
-unpack2(uint32_t w, float &lo, float &hi)
-{
-	const T *p = (const T *)&w;
-
-	lo = tof(p[0]);
-	hi = tof(p[1]);
-}
-
 __device__ __forceinline__ uint32_t
 ld32(const void *p)
 {
@@ -262,6 +229,39 @@ fa_store(T *x, int H, int r0, int g, int t, const float acc[FA_HS / 8][4])
 }
 
 /*
+ * acc = a warp's 16 rows x T (pk: pairs of T in the C layout, nt8 tiles
+ * of 8 columns) times a (T, 64) matrix held transposed in shared memory
+ * (bt: (64, T), row stride ldt). Two adjacent C tiles are the A operand
+ * of a k-step of 16.
+ */
+template <typename T>
+__device__ __forceinline__ void
+fa_rows_times(float acc[FA_HS / 8][4], const uint32_t pk[FA_NT][2], const T *bt,
+    int ldt, int nt8, int g, int t)
+{
+#pragma unroll
+	for (int dt = 0; dt < FA_HS / 8; dt++)
+		acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+#pragma unroll
+	for (int kk = 0; kk < FA_NT / 2; kk++) {
+		uint32_t a[4];
+
+		if (kk >= nt8 / 2)
+			break;
+		a[0] = pk[2 * kk][0];
+		a[1] = pk[2 * kk][1];
+		a[2] = pk[2 * kk + 1][0];
+		a[3] = pk[2 * kk + 1][1];
+#pragma unroll
+		for (int dt = 0; dt < FA_HS / 8; dt++) {
+			const T *br = bt + (dt * 8 + g) * ldt + kk * 16 + 2 * t;
+
+			mma16816<T>(acc[dt], a, ld32(br), ld32(br + 8));
+		}
+	}
+}
+
+/*
  * Forward, one block per (b, h), Tn / 16 warps: att (B, nh, T, T) gets
  * the probabilities (masked keys exactly 0; a row with no key kept all
  * 0), ctx (B*T, H) the dropped probabilities times V.
@@ -282,6 +282,7 @@ k_attn_fwd(T *ctx, T *att, uint32_t *dmask, const T *q, const T *k, const T *v,
 	size_t base = (size_t)b * Tn * H + (size_t)h * FA_HS;
 	uint32_t qa[FA_HS / 16][4];
 	float s[FA_NT][4], o[FA_HS / 8][4];
+	uint32_t pd[FA_NT][2];	/* the dropped probabilities, pairs of T */
 	float mx0 = -INFINITY, mx1 = -INFINITY, sum0 = 0.0f, sum1 = 0.0f, inv0, inv1;
 
 	{
@@ -359,34 +360,13 @@ k_attn_fwd(T *ctx, T *att, uint32_t *dmask, const T *q, const T *k, const T *v,
 			fa_drop(dk, prow, Tn, nt, t, fa, fb);
 			if (dk.p > 0.0f)
 				fa_mask_put(dm, nt, lane, fa, fb);
-			s[nt][0] *= fa[0];
-			s[nt][1] *= fa[1];
-			s[nt][2] *= fb[0];
-			s[nt][3] *= fb[1];
+			pd[nt][0] = pack2<T>(s[nt][0] * fa[0], s[nt][1] * fa[1]);
+			pd[nt][1] = pack2<T>(s[nt][2] * fb[0], s[nt][3] * fb[1]);
 		}
 	}
 
 	/* context = dropped probabilities x V */
-#pragma unroll
-	for (int dt = 0; dt < FA_HS / 8; dt++)
-		o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
-#pragma unroll
-	for (int kk = 0; kk < FA_NT / 2; kk++) {
-		uint32_t a[4];
-
-		if (kk >= nt8 / 2)
-			break;
-		a[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
-		a[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
-		a[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-		a[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-		for (int dt = 0; dt < FA_HS / 8; dt++) {
-			const T *vr = vt + (dt * 8 + g) * ldt + kk * 16 + 2 * t;
-
-			mma16816<T>(o[dt], a, ld32(vr), ld32(vr + 8));
-		}
-	}
+	fa_rows_times<T>(o, pd, vt, ldt, nt8, g, t);
 	fa_store<T>(ctx + base, H, r0, g, t, o);
 }
 
@@ -548,26 +528,7 @@ k_attn_bwd(T *dq, T *dk, T *dv, float *bpart, const T *dctx, const T *att,
 		dst[(j + 1) * ldt + i0 + 8] = fromf<T>(d[3]);
 	}
 	/* dq = ds K */
-#pragma unroll
-	for (int dt = 0; dt < FA_HS / 8; dt++)
-		acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
-#pragma unroll
-	for (int kk = 0; kk < FA_NT / 2; kk++) {
-		uint32_t a[4];
-
-		if (kk >= nt8 / 2)
-			break;
-		a[0] = dpk[2 * kk][0];
-		a[1] = dpk[2 * kk][1];
-		a[2] = dpk[2 * kk + 1][0];
-		a[3] = dpk[2 * kk + 1][1];
-#pragma unroll
-		for (int dt = 0; dt < FA_HS / 8; dt++) {
-			const T *kr = kt + (dt * 8 + g) * ldt + kk * 16 + 2 * t;
-
-			mma16816<T>(acc[dt], a, ld32(kr), ld32(kr + 8));
-		}
-	}
+	fa_rows_times<T>(acc, dpk, kt, ldt, nt8, g, t);
 	fa_store<T>(dq + base, H, r0, g, t, acc);
 	if (bpart != NULL)
 		fa_colsum(acc, red, bpart + (size_t)b * H + h * FA_HS, w, Tn / 16, lane);
